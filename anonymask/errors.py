@@ -1,0 +1,40 @@
+"""Exceptions users see. Each names the thing at fault and the reason, so a log line is enough."""
+
+from __future__ import annotations
+
+
+class AnonymaskError(Exception):
+    """Base class for every error the project raises on purpose."""
+
+
+class InvalidVideoError(AnonymaskError):
+    """A video file cannot be used: missing, empty, truncated, not a video, no frames, ..."""
+
+    def __init__(self, path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class DatasetError(AnonymaskError):
+    """A dataset tree does not follow its naming convention or lacks a split file."""
+
+
+class StoreError(AnonymaskError):
+    """A Zarr store is missing, of the wrong kind, or damaged."""
+
+
+class MissingWeightsError(AnonymaskError):
+    """A weight-backed model was asked for, but its files are not in ANONYMASK_WEIGHTS."""
+
+    def __init__(self, model: str, missing: list[str], hint: str = ""):
+        self.model = model
+        self.missing = list(missing)
+        text = f"{model}: weight file(s) not found: {', '.join(self.missing)}"
+        text += " (set ANONYMASK_WEIGHTS to the folder that holds them"
+        text += f"; {hint})" if hint else ")"
+        super().__init__(text)
+
+
+class NoPersonError(AnonymaskError):
+    """No person was found in a video: never pass it through silently."""
