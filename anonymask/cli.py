@@ -1,0 +1,156 @@
+"""`anonymask` command line: one entry point over the same code the Prefect flows run.
+
+Every subcommand imports its heavy dependencies lazily so `anonymask status` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from anonymask.errors import AnonymaskError
+
+
+def data_root() -> Path:
+    """Root for raw data and stores (env ANONYMASK_DATA, default ./data)."""
+    return Path(os.environ.get("ANONYMASK_DATA", "data")).resolve()
+
+
+def default_store(dataset: str) -> str:
+    return str(data_root() / "stores" / f"{dataset}.zarr")
+
+
+# ---------------------------------------------------------------------------- status / verify
+def cmd_status(args: argparse.Namespace) -> int:
+    from anonymask.storage.inspect import format_status_table, status_report
+    from anonymask.storage.store import DatasetStore
+
+    report = status_report(DatasetStore.open(args.store, mode="r"))
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(format_status_table(report))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from anonymask.storage.inspect import verify_store
+    from anonymask.storage.store import DatasetStore
+
+    res = verify_store(DatasetStore.open(args.store, mode="r"))
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2))
+    else:
+        for line in res.damaged:
+            print(f"DAMAGED  {line}")
+        for line in res.incomplete:
+            print(f"incomplete  {line}")
+        verdict = "OK" if res.ok else f"DAMAGE FOUND ({len(res.damaged)})"
+        print(f"{verdict}: {res.checked_arrays} arrays checked, {len(res.incomplete)} incomplete stage(s)")
+    return 0 if res.ok else 1
+
+
+# ---------------------------------------------------------------------------- privacy
+def cmd_privacy(args: argparse.Namespace) -> int:
+    from anonymask.models.privacy import accountant as acc
+
+    if args.what == "epsilon":
+        eps = acc.epsilon(q=args.q, sigma=args.sigma, steps=args.steps, delta=args.delta, accountant=args.accountant)
+        out = {"epsilon": eps, "q": args.q, "sigma": args.sigma, "steps": args.steps, "delta": args.delta,
+               "accountant": args.accountant}
+    else:
+        sigma = acc.sigma_for_epsilon(q=args.q, steps=args.steps, epsilon=args.epsilon, delta=args.delta,
+                                      accountant=args.accountant)
+        out = {"sigma": sigma, "q": args.q, "epsilon": args.epsilon, "steps": args.steps, "delta": args.delta,
+               "accountant": args.accountant}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print("  ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in out.items()))
+    return 0
+
+
+# ---------------------------------------------------------------------------- demo data
+def cmd_generate(args: argparse.Namespace) -> int:
+    from anonymask.models.synthetic.generator import generate_demo
+
+    root = Path(args.root) if args.root else data_root() / "raw" / args.preset
+    path = generate_demo(root, preset=args.preset, seed=args.seed)
+    print(f"generated {args.preset} dataset at {path}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from anonymask.demo import run_demo
+
+    return run_demo(root=data_root(), anonymize=not args.no_anonymize, seed=args.seed)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from anonymask.bench import run_benchmarks
+
+    return run_benchmarks(out_dir=Path(args.out), only=args.only, quick=args.quick)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("status", help="table of videos x stages (done / failed with reason / missing)")
+    s.add_argument("store", help="store path or fsspec URL")
+    s.add_argument("--json", action="store_true", help="one JSON document, with per-video metrics")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("verify", help="check every complete stage's arrays (exit 1 on damage)")
+    s.add_argument("store")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, or sigma for a target")
+    psub = s.add_subparsers(dest="what", required=True)
+    for what in ("epsilon", "sigma"):
+        w = psub.add_parser(what)
+        w.add_argument("--q", type=float, required=True, help="Poisson sampling rate (batch / N)")
+        w.add_argument("--steps", type=int, required=True)
+        w.add_argument("--delta", type=float, required=True)
+        if what == "epsilon":
+            w.add_argument("--sigma", type=float, required=True, help="noise multiplier")
+        else:
+            w.add_argument("--epsilon", type=float, required=True, help="target epsilon")
+        w.add_argument("--accountant", default="rdp", choices=["rdp", "pld", "prv"])
+        w.add_argument("--json", action="store_true")
+        w.set_defaults(func=cmd_privacy)
+
+    s = sub.add_parser("generate", help="generate the synthetic dataset (demo/synthetic/tiny preset)")
+    s.add_argument("--preset", default="demo")
+    s.add_argument("--root", default=None, help="output folder (default $ANONYMASK_DATA/raw/<preset>)")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_generate)
+
+    s = sub.add_parser("demo", help="build the demo data and anonymize it in-process")
+    s.add_argument("--no-anonymize", action="store_true", help="only build the data and the store")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("bench", help="run the benchmarks, write JSON")
+    s.add_argument("--out", default="bench-results")
+    s.add_argument("--only", nargs="*", default=None, help="benchmark names to run")
+    s.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    s.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except AnonymaskError as e:
+        print(f"anonymask: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
