@@ -1,1 +1,27 @@
-"""anonymask.models.segment."""
+"""anonymask.models.segment: person-mask backends + unflicker/grow/feather (pure numpy)."""
+
+from anonymask.models.segment.backends import (
+    GroundTruthSegmenter,
+    MediapipeSegmenter,
+    Segmenter,
+    available_segmenters,
+    get_segmenter,
+    register_segmenter,
+)
+from anonymask.models.segment.masks import (
+    as_alpha,
+    as_bool,
+    as_full,
+    assign_to_tracks,
+    feather,
+    grow,
+    person_mask,
+    unflicker,
+    union_tracks,
+)
+
+__all__ = [
+    "GroundTruthSegmenter", "MediapipeSegmenter", "Segmenter", "available_segmenters", "get_segmenter",
+    "register_segmenter", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
+    "person_mask", "union_tracks", "unflicker",
+]

@@ -1,0 +1,180 @@
+"""Person masks over time: threshold + silhouettes, unflicker, grow, feather, split per track.
+
+Conventions (shared by inpaint/ and compose/):
+- a *mask* is (T,H,W) bool, uint8 (0/1 or 0/255) or float alpha in [0,1];
+- ``as_alpha`` turns any of these into float32 alpha, ``as_bool`` into "covered at all" (alpha > 0),
+  ``as_full`` into "fully covered" (alpha == 1). Privacy code uses ``as_full`` for what may be shown
+  as synthetic and ``as_bool`` for what must be hidden: the conservative side in both cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+from scipy.ndimage import maximum_filter1d, uniform_filter1d
+
+MaskLike = np.ndarray
+
+
+def as_alpha(mask: np.ndarray) -> np.ndarray:
+    """Any mask -> float32 alpha in [0,1]. uint8 masks whose max exceeds 1 are read as 0..255."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m.astype(np.float32)
+    if m.dtype == np.uint8:
+        if m.size and m.max() > 1:
+            return m.astype(np.float32) / 255.0
+        return m.astype(np.float32)
+    return np.clip(m.astype(np.float32, copy=False), 0.0, 1.0)
+
+
+def as_bool(mask: np.ndarray) -> np.ndarray:
+    """Pixels covered at all (alpha > 0)."""
+    m = np.asarray(mask)
+    return m.copy() if m.dtype == bool else m > 0
+
+
+def as_full(mask: np.ndarray) -> np.ndarray:
+    """Pixels fully covered (alpha == 1; for uint8 0/255 masks, == 255)."""
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        return m.copy()
+    if m.dtype == np.uint8:
+        return m == (255 if m.size and m.max() > 1 else 1)
+    return m >= 1.0
+
+
+def union_tracks(masks: np.ndarray | Sequence[np.ndarray] | None, shape: tuple[int, ...] | None = None):
+    """Union of per-track masks given as (T,H,W), (N,T,H,W) or a list of (T,H,W); None -> None."""
+    if masks is None:
+        return None
+    if isinstance(masks, np.ndarray) and masks.ndim == 3:
+        out = as_bool(masks)
+    else:
+        items = list(masks)
+        if not items:
+            return np.zeros(shape, bool) if shape is not None else None
+        out = np.zeros(np.asarray(items[0]).shape, bool)
+        for m in items:
+            out |= as_bool(m)
+    if shape is not None and out.shape != tuple(shape):
+        raise ValueError(f"silhouettes have shape {out.shape}, expected {tuple(shape)}")
+    return out
+
+
+def person_mask(
+    prob: np.ndarray,
+    silhouettes: np.ndarray | Sequence[np.ndarray] | None = None,
+    threshold: float = 0.5,
+) -> np.ndarray:
+    """Person pixels = segmentation >= threshold OR inside any fitted body's projected silhouette.
+
+    The union covers what either source misses: segmentation misses thin or occluded limbs, the
+    fitted body misses hair, loose clothes and carried objects. ``silhouettes`` may be one (T,H,W)
+    mask or one per track.
+    """
+    prob = np.asarray(prob)
+    out = prob >= threshold
+    sil = union_tracks(silhouettes, prob.shape)
+    if sil is not None:
+        out |= sil
+    return out
+
+
+def unflicker(masks: np.ndarray, window: int, mode: str = "any") -> np.ndarray:
+    """Temporal smoothing over frames t-B..t+B (window = B).
+
+    mode="any" (default, as in the paper): a pixel is person if it is person in ANY frame of the
+    window, i.e. the masks are unioned over time. This closes holes that last <= 2B frames and never
+    removes person pixels, which is the safe direction for privacy (a pixel wrongly kept as person is
+    only inpainted; a pixel wrongly dropped would show the real person).
+    mode="majority": person if person in more than half of the window's frames (the window is
+    truncated at the clip ends); removes short false positives too but can drop real person pixels.
+    """
+    m = as_bool(masks)
+    if window <= 0 or m.shape[0] <= 1:
+        return m
+    size = 2 * int(window) + 1
+    if mode == "any":
+        return maximum_filter1d(m.view(np.uint8), size=size, axis=0, mode="nearest").astype(bool)
+    if mode == "majority":
+        count = uniform_filter1d(m.astype(np.float32), size=size, axis=0, mode="constant") * size
+        t = np.arange(m.shape[0])
+        n = (np.minimum(t + window, m.shape[0] - 1) - np.maximum(t - window, 0) + 1).astype(np.float32)
+        return count > 0.5 * n[:, None, None] + 1e-4
+    raise ValueError(f"unflicker mode must be 'any' or 'majority', got {mode!r}")
+
+
+def _disk(radius: int) -> np.ndarray:
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+
+
+def grow(masks: np.ndarray, pixels: int) -> np.ndarray:
+    """Dilate every frame by a disk of radius ``pixels`` (bool out). Works on (H,W) or (T,H,W)."""
+    m = as_bool(masks)
+    if pixels <= 0:
+        return m
+    kernel = _disk(int(pixels))
+    frames = m.reshape((-1,) + m.shape[-2:]).view(np.uint8)
+    out = np.empty_like(frames)
+    for i, f in enumerate(frames):
+        out[i] = cv2.dilate(f, kernel)
+    return out.view(bool).reshape(m.shape)
+
+
+def feather(masks: np.ndarray, sigma: float) -> np.ndarray:
+    """Soft alpha (float32) whose core is exactly 1 on the mask and whose edge falls off OUTSIDE it.
+
+    The mask is grown by ceil(3*sigma) and blurred with a Gaussian of ``sigma``: the blurred value
+    at the original boundary is ~0.999 and it reaches 0 about 7*sigma outside. Pixels of the input
+    mask are then set to exactly 1, so everything the (already grown) person mask covers is fully
+    replaced and only pixels outside it are blended. The soft band therefore never lets real
+    person pixels through, it only blends background with background.
+    """
+    m = as_bool(masks)
+    if sigma <= 0:
+        return m.astype(np.float32)
+    grown = grow(m, math.ceil(3 * sigma)).reshape((-1,) + m.shape[-2:])
+    out = np.empty(grown.shape, np.float32)
+    for i, f in enumerate(grown):
+        out[i] = cv2.GaussianBlur(f.astype(np.float32), (0, 0), sigmaX=sigma, sigmaY=sigma)
+    out = out.reshape(m.shape)
+    np.clip(out, 0.0, 1.0, out=out)
+    out[m] = 1.0
+    return out
+
+
+def assign_to_tracks(
+    mask: np.ndarray,
+    silhouettes: np.ndarray | Sequence[np.ndarray],
+    max_distance: float | None = None,
+) -> np.ndarray:
+    """Split a video's person mask into one mask per track: (N,T,H,W) bool.
+
+    Each mask pixel goes to the track whose projected silhouette is nearest in that frame (a
+    track always keeps its own silhouette). Pixels farther than ``max_distance`` from every
+    silhouette, or in frames without any silhouette, belong to no track: they stay in the union
+    mask (so they are inpainted) but no tubelet is stretched to reach them.
+    """
+    m = as_bool(mask)
+    sil = np.stack([as_bool(s) for s in silhouettes]) if len(silhouettes) else np.zeros((0,) + m.shape, bool)
+    n = sil.shape[0]
+    out = np.zeros((n,) + m.shape, bool)
+    if n == 0:
+        return out
+    limit = np.inf if max_distance is None else float(max_distance)
+    for t in range(m.shape[0]):
+        present = [j for j in range(n) if sil[j, t].any()]
+        if not present:
+            continue
+        dist = np.full((len(present),) + m.shape[1:], np.inf, np.float32)
+        for k, j in enumerate(present):
+            dist[k] = cv2.distanceTransform((~sil[j, t]).view(np.uint8), cv2.DIST_L2, 5)
+        best = np.argmin(dist, axis=0)
+        near = np.min(dist, axis=0) <= limit
+        for k, j in enumerate(present):
+            out[j, t] = (m[t] & near & (best == k)) | sil[j, t]
+    return out
