@@ -4,13 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TORCH ?= cpu
 DATASET ?= demo
-EPS ?= 
+EPS ?=
+TRAIN_EXTRA ?=
 STAMP := $(VENV)/.setup-stamp
 export PYOPENGL_PLATFORM ?= egl
 export ANONYMASK_DATA ?= $(CURDIR)/data
 
 .PHONY: setup demo test test-slow lint bench serve clean \
-        train-nonprivate train-dp train-maskdp train-fpdp
+        train-nonprivate train-dp train-maskdp train-fpdp train-skeleton-anon
 
 setup: $(STAMP)
 
@@ -32,6 +33,21 @@ lint: setup
 
 bench: setup
 	$(PY) -m anonymask.cli bench --out bench-results
+
+serve: setup
+	bash scripts/serve.sh
+
+TRAIN_ARGS = --dataset $(DATASET) $(if $(EPS),--epsilon $(EPS),) $(TRAIN_EXTRA)
+train-nonprivate: setup
+	$(PY) -m anonymask.cli train --mode nonprivate $(TRAIN_ARGS)
+train-dp: setup
+	$(PY) -m anonymask.cli train --mode dp $(TRAIN_ARGS)
+train-maskdp: setup
+	$(PY) -m anonymask.cli train --mode maskdp $(TRAIN_ARGS)
+train-fpdp: setup
+	$(PY) -m anonymask.cli train --mode fpdp $(TRAIN_ARGS)
+train-skeleton-anon: setup
+	$(PY) -m anonymask.cli train-skeleton-anon --dataset $(DATASET) $(TRAIN_EXTRA)
 
 clean:
 	rm -rf $(VENV) data/demo data/stores/demo.zarr bench-results

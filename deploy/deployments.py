@@ -1,0 +1,59 @@
+"""Prefect deployments: ``anonymize/<dataset>`` and ``train/<mode>-<dataset>``.
+
+Served by one process (``make serve`` / ``python -m anonymask.deploy.serve``). Data locations come
+from ``ANONYMASK_DATA`` in the serving process (raw videos in ``raw/<dataset>/``, stores in
+``stores/<dataset>.zarr``); every parameter can be overridden per run, e.g.
+``prefect deployment run anonymize/ntu -p limit=10``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANONYMIZE_DATASETS = ["demo", "sample", "ntu", "ntu120", "tsh", "ucf101", "hmdb51"]
+TRAIN_DATASETS = ["demo", "synthetic", "ntu", "ntu120", "tsh", "ucf101", "hmdb51"]
+TRAIN_MODES = ["nonprivate", "dp", "maskdp", "fpdp"]
+
+
+def anonymize_deployments() -> list[Any]:
+    from anonymask.flows.anonymize import anonymize
+
+    return [
+        anonymize.to_deployment(
+            name=ds,
+            parameters={"dataset": ds},
+            description=f"Anonymize {ds}: raw videos under $ANONYMASK_DATA/raw/{ds}, store "
+            f"$ANONYMASK_DATA/stores/{ds}.zarr (override with -p source=... -p store=...).",
+            tags=["anonymize", ds],
+        )
+        for ds in ANONYMIZE_DATASETS
+    ]
+
+
+def train_deployments() -> list[Any]:
+    try:
+        from anonymask.flows.train import train
+    except ImportError:  # training flow not installed in this build
+        return []
+    return [
+        train.to_deployment(
+            name=f"{mode}-{ds}",
+            parameters={"mode": mode, "dataset": ds},
+            description=f"Train the action model on {ds} with {mode}.",
+            tags=["train", mode, ds],
+        )
+        for mode in TRAIN_MODES
+        for ds in TRAIN_DATASETS
+    ]
+
+
+def all_deployments() -> list[Any]:
+    return anonymize_deployments() + train_deployments() + extra_deployments()
+
+
+def extra_deployments() -> list[Any]:
+    try:
+        from anonymask.flows.skeleton import skeleton_deployments
+    except ImportError:
+        return []
+    return skeleton_deployments()
