@@ -1,0 +1,661 @@
+"""Frame-accurate video reading and MP4 writing (PyAV; decord only when asked for and importable).
+
+Decisions users rely on:
+
+* **Frame numbering.** Frame ``i`` is the ``i``-th frame the decoder outputs when every packet of
+  the first video stream is decoded in file order (packets flagged corrupt or discard are skipped).
+  ``probe(...).frames`` counts exactly these frames (by decoding, see ``exact``), and
+  ``read_frames`` / ``iter_frames`` number frames the same way, whether they seek or not.
+* **Seeking.** ``seek()`` lands on a keyframe at or before the target; the reader then decodes
+  forward and identifies each frame by its timestamp in an index built from one demux pass (no
+  decoding). Any doubt (missing or duplicate timestamps, a landing past the target, a gap in the
+  sequence) falls back to decoding from the start, so results always equal a full decode.
+* **Truncation.** An MP4/MOV cut short whose index (``moov`` atom) sits at the end of the file, as
+  plain ffmpeg/PyAV writes it, cannot be opened at all: :class:`InvalidVideoError` saying so. When
+  the index is at the front (``faststart``) or the container needs none (AVI, MKV), the frames
+  before the cut decode normally; the incomplete last packet is flagged corrupt by the demuxer and
+  skipped. Those calls return the decodable prefix and warn; ``probe(..., strict=True)`` raises
+  instead. ``VideoMeta.truncated`` records it.
+* **Sizes.** Width/height 0, odd sizes (the pipeline writes yuv420p, which needs even sizes) and
+  sides above ``max_side`` (default 8192, env ``ANONYMASK_MAX_VIDEO_SIDE``) are rejected; pass
+  ``allow_odd=True`` / a larger ``max_side`` to read such files anyway. The writer pads odd frames
+  (edge replication) or rejects them, as chosen.
+* **Writing** goes to a temporary file renamed into place on success, so a crash never leaves a
+  half-written MP4 under the final name.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+
+from anonymask.errors import InvalidVideoError
+
+VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg")
+MAX_SIDE = int(os.environ.get("ANONYMASK_MAX_VIDEO_SIDE", "8192"))
+#: codecs that take x264-style ``crf``
+_CRF_CODECS = {"libx264", "libx264rgb", "libx265", "libvpx-vp9", "libaom-av1", "libsvtav1"}
+#: pixel formats whose chroma planes are subsampled (width, height) by 2
+_SUBSAMPLED = {
+    "yuv420p": (True, True),
+    "yuvj420p": (True, True),
+    "nv12": (True, True),
+    "yuv420p10le": (True, True),
+    "yuv422p": (True, False),
+    "yuvj422p": (True, False),
+}
+
+
+@dataclass(frozen=True)
+class VideoMeta:
+    """What one video file holds. ``frames`` is exact (see module docstring)."""
+
+    path: str
+    frames: int
+    fps: float
+    width: int
+    height: int
+    codec: str
+    duration_s: float
+    #: frame count written in the container header (None when the container has none)
+    declared_frames: int | None = None
+    #: the end of the file is missing or damaged: ``frames`` is the decodable prefix
+    truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_video_file(path: str | Path) -> bool:
+    """True for names with a common video extension (no decoding)."""
+    return Path(path).suffix.lower() in VIDEO_EXTENSIONS
+
+
+# ---------------------------------------------------------------------------------------- opening
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise InvalidVideoError(path, "file does not exist")
+    if path.is_dir():
+        raise InvalidVideoError(path, "is a directory, not a video file")
+    if path.stat().st_size == 0:
+        raise InvalidVideoError(path, "file is empty (0 bytes)")
+
+
+def _open_error_reason(path: Path, err: Exception) -> str:
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head[4:8] == b"ftyp":
+        return (
+            "MP4/MOV file without a readable index (moov atom); the file is most likely truncated "
+            f"(cut short while copying or downloading) [ffmpeg: {err}]"
+        )
+    return f"not a readable video file (ffmpeg could not open it: {err})"
+
+
+def check_frame_size(
+    path: str | Path, width: int, height: int, *, max_side: int | None = None, allow_odd: bool = False
+) -> None:
+    """Raise InvalidVideoError for sizes the pipeline cannot handle."""
+    max_side = MAX_SIDE if max_side is None else max_side
+    if width <= 0 or height <= 0:
+        raise InvalidVideoError(path, f"unsupported frame size {width}x{height} (zero width or height)")
+    if width > max_side or height > max_side:
+        raise InvalidVideoError(
+            path,
+            f"unsupported frame size {width}x{height}: larger than the limit of {max_side} pixels per side",
+        )
+    if not allow_odd and (width % 2 or height % 2):
+        raise InvalidVideoError(
+            path,
+            f"unsupported frame size {width}x{height}: odd width or height (yuv420p output needs even "
+            "sizes; pass allow_odd=True to read it anyway)",
+        )
+
+
+def _open_video(path: Path) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
+    _check_file(path)
+    try:
+        container = av.open(str(path), mode="r")
+    except (av.error.FFmpegError, UnicodeDecodeError) as e:
+        raise InvalidVideoError(path, _open_error_reason(path, e)) from None
+    if not container.streams.video:
+        kinds = sorted({s.type for s in container.streams})
+        container.close()
+        if "audio" in kinds:
+            raise InvalidVideoError(path, "audio only: the file has no video stream")
+        raise InvalidVideoError(path, f"no video stream (streams found: {', '.join(kinds) or 'none'})")
+    stream = container.streams.video[0]
+    stream.thread_type = "AUTO"
+    return container, stream
+
+
+def _stream_fps(stream) -> float | None:
+    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
+        if rate is not None and float(rate) > 0:
+            return float(rate)
+    return None
+
+
+class _Decoder:
+    """Decodes one stream in file order, skipping damaged packets and remembering that it did."""
+
+    def __init__(self, path: Path, container, stream):
+        self.path = path
+        self.container = container
+        self.stream = stream
+        self.damaged = False
+
+    def frames(self) -> Iterator[av.VideoFrame]:
+        demux = self.container.demux(self.stream)
+        while True:
+            try:
+                packet = next(demux)
+            except StopIteration:
+                return
+            except av.error.FFmpegError:
+                # the container ends inside a packet or its structure is damaged: keep the prefix
+                self.damaged = True
+                break
+            if packet.is_corrupt or packet.is_discard:
+                self.damaged = self.damaged or packet.is_corrupt
+                continue
+            try:
+                yield from packet.decode()
+            except av.error.FFmpegError:
+                self.damaged = True
+            if packet.size == 0:  # the demuxer's final flush packet: the decoder is drained
+                return
+        try:
+            yield from self.stream.decode(None)
+        except av.error.FFmpegError:
+            self.damaged = True
+
+
+# ---------------------------------------------------------------------------------------- probe
+def probe(
+    path: str | Path,
+    *,
+    exact: bool = True,
+    max_side: int | None = None,
+    allow_odd: bool = False,
+    strict: bool = False,
+) -> VideoMeta:
+    """Metadata of a video file; raises InvalidVideoError naming the file and reason.
+
+    ``exact=True`` (default) counts frames by decoding every frame once (no colour conversion), so
+    the count is what ``read_frames`` returns even when the header is missing or wrong (AVI files
+    often lack it, truncated files overstate it). ``exact=False`` trusts the header and falls back
+    to counting packets (demux only, much faster; exact for undamaged files).
+    ``strict=True`` raises for truncated/damaged files instead of warning.
+    """
+    path = Path(path)
+    container, stream = _open_video(path)
+    try:
+        width, height = int(stream.codec_context.width), int(stream.codec_context.height)
+        check_frame_size(path, width, height, max_side=max_side, allow_odd=allow_odd)
+        declared = int(stream.frames) if stream.frames and stream.frames > 0 else None
+        dec = _Decoder(path, container, stream)
+        if exact:
+            frames = sum(1 for _ in dec.frames())
+        elif declared is not None:
+            frames = declared
+        else:
+            frames = sum(
+                1 for p in container.demux(stream) if p.size and not p.is_corrupt and not p.is_discard
+            )
+        codec = stream.codec_context.name
+        fps = _stream_fps(stream)
+        duration = float(stream.duration * stream.time_base) if stream.duration and stream.time_base else None
+    finally:
+        container.close()
+    if frames == 0:
+        if declared:
+            raise InvalidVideoError(
+                path, f"no frame could be decoded (header declares {declared}; damaged file)"
+            )
+        raise InvalidVideoError(path, "the video stream has zero frames")
+    if fps is None:
+        if not duration:
+            raise InvalidVideoError(path, "no frame rate and no duration in the file")
+        fps = frames / duration
+    truncated = dec.damaged or (declared is not None and exact and frames < declared)
+    if truncated:
+        msg = f"{path}: truncated or damaged video: {frames} decodable frames" + (
+            f" of {declared} declared" if declared else ""
+        )
+        if strict:
+            raise InvalidVideoError(path, msg.split(": ", 1)[1])
+        warnings.warn(msg + "; using the decodable prefix", stacklevel=2)
+    return VideoMeta(
+        path=str(path),
+        frames=frames,
+        fps=fps,
+        width=width,
+        height=height,
+        codec=codec,
+        duration_s=frames / fps,
+        declared_frames=declared,
+        truncated=truncated,
+    )
+
+
+# ---------------------------------------------------------------------------------------- seek index
+@dataclass(frozen=True)
+class _PtsIndex:
+    pos: dict[int, int]  # pts -> frame index
+    keyframes: list[tuple[int, int]]  # (frame index, seek timestamp), ascending
+
+
+@functools.lru_cache(maxsize=64)
+def _pts_index_cached(path: str, size: int, mtime_ns: int) -> _PtsIndex | None:
+    del size, mtime_ns  # cache keys only: a rewritten file gets a new index
+    try:
+        container = av.open(path)
+    except av.error.FFmpegError:
+        return None
+    try:
+        stream = container.streams.video[0]
+        entries = []
+        try:
+            for p in container.demux(stream):
+                if p.size == 0 or p.is_corrupt or p.is_discard:
+                    continue
+                if p.pts is None:
+                    return None
+                entries.append((p.pts, p.dts, p.is_keyframe))
+        except av.error.FFmpegError:
+            pass
+    finally:
+        container.close()
+    entries.sort(key=lambda e: e[0])
+    pos = {pts: i for i, (pts, _, _) in enumerate(entries)}
+    if len(pos) != len(entries):
+        return None  # duplicate timestamps: positions are ambiguous
+    keys = [(i, pts if dts is None else min(pts, dts)) for i, (pts, dts, key) in enumerate(entries) if key]
+    return _PtsIndex(pos=pos, keyframes=keys)
+
+
+def _pts_index(path: Path) -> _PtsIndex | None:
+    st = path.stat()
+    return _pts_index_cached(str(path), st.st_size, st.st_mtime_ns)
+
+
+class _Reader:
+    """Yields ``(index, frame)`` from ``start`` on, seeking when it can prove where it landed."""
+
+    def __init__(self, path: Path, *, max_side: int | None, allow_odd: bool):
+        self.path = path
+        self.container, self.stream = _open_video(path)
+        self.damaged = False
+        try:
+            self.width = int(self.stream.codec_context.width)
+            self.height = int(self.stream.codec_context.height)
+            check_frame_size(path, self.width, self.height, max_side=max_side, allow_odd=allow_odd)
+        except BaseException:
+            self.close()
+            raise
+        self.declared = int(self.stream.frames) if self.stream.frames and self.stream.frames > 0 else None
+
+    def close(self) -> None:
+        self.container.close()
+
+    def _reopen(self) -> _Decoder:
+        self.container.close()
+        self.container, self.stream = _open_video(self.path)
+        return self._decoder()
+
+    def _decoder(self) -> _Decoder:
+        return _Decoder(self.path, self.container, self.stream)
+
+    def _sequential(self, start: int, dec: _Decoder) -> Iterator[tuple[int, av.VideoFrame]]:
+        for i, frame in enumerate(dec.frames()):
+            if i >= start:
+                yield i, frame
+        self.damaged = self.damaged or dec.damaged
+
+    def frames_from(self, start: int) -> Iterator[tuple[int, av.VideoFrame]]:
+        index = _pts_index(self.path) if start > 0 else None
+        if index is None:
+            yield from self._sequential(start, self._decoder())
+            return
+        # try the nearest keyframes at or before ``start``; a landing past it means the demuxer
+        # seeks on other timestamps than ours, so go one keyframe further back
+        for _, seek_ts in [kf for kf in index.keyframes if kf[0] <= start][::-1][:3]:
+            outcome = yield from self._from_keyframe(seek_ts, start, index)
+            if outcome == "done":
+                return
+            if outcome == "fallback":
+                break
+        yield from self._sequential(start, self._reopen())
+
+    def _from_keyframe(self, seek_ts: int, start: int, index: _PtsIndex):
+        """Generator: yields frames >= start, returns "done", "too_late" or "fallback"."""
+        dec = self._decoder()
+        try:
+            self.container.seek(seek_ts, backward=True, any_frame=False, stream=self.stream)
+        except av.error.FFmpegError:
+            return "fallback"
+        expected = None
+        for frame in dec.frames():
+            i = index.pos.get(frame.pts) if frame.pts is not None else None
+            if expected is None:  # first frame after the seek: where did we land?
+                if i is None:
+                    return "fallback"
+                if i > start:
+                    return "too_late"
+                expected = i
+            if i != expected:  # unknown frame or a gap: numbering is in doubt from here on
+                yield from self._sequential(max(expected, start), self._reopen())
+                return "done"
+            if i >= start:
+                yield i, frame
+            expected += 1
+        self.damaged = self.damaged or dec.damaged
+        return "done" if expected is not None else "fallback"
+
+
+def _rgb(frame: av.VideoFrame) -> np.ndarray:
+    return frame.to_ndarray(format="rgb24")
+
+
+def _check_range(start: int, stop: int | None, step: int, max_frames: int | None) -> None:
+    if start < 0 or (stop is not None and stop < 0):
+        raise ValueError(f"start/stop must be >= 0 (got start={start}, stop={stop})")
+    if step < 1:
+        raise ValueError(f"step must be >= 1 (got {step})")
+    if max_frames is not None and max_frames < 0:
+        raise ValueError(f"max_frames must be >= 0 (got {max_frames})")
+
+
+def _selected(
+    reader: _Reader, start: int, stop: int | None, step: int, max_frames: int | None
+) -> Iterator[tuple[int, av.VideoFrame]]:
+    taken = 0
+    if (stop is not None and stop <= start) or max_frames == 0:
+        return
+    for i, frame in reader.frames_from(start):
+        if stop is not None and i >= stop:
+            break
+        if (i - start) % step:
+            continue
+        yield i, frame
+        taken += 1
+        if max_frames is not None and taken >= max_frames:
+            break
+
+
+def _warn_if_damaged(reader: _Reader) -> None:
+    if reader.damaged:
+        warnings.warn(
+            f"{reader.path}: truncated or damaged video; returned the decodable frames", stacklevel=3
+        )
+
+
+# ---------------------------------------------------------------------------------------- reading
+def read_frames(
+    path: str | Path,
+    start: int = 0,
+    stop: int | None = None,
+    step: int = 1,
+    max_frames: int | None = None,
+    *,
+    max_side: int | None = None,
+    allow_odd: bool = False,
+    backend: str = "pyav",
+) -> np.ndarray:
+    """Frames ``start, start+step, ... < stop`` (at most ``max_frames``) as (T,H,W,3) uint8 RGB.
+
+    Frame-accurate: equal to the same slice of a full decode. Indices past the end are simply not
+    returned (``T`` may be smaller than asked). ``backend="decord"`` uses decord if importable.
+    """
+    path = Path(path)
+    _check_range(start, stop, step, max_frames)
+    if backend == "decord":
+        return _read_frames_decord(
+            path, start, stop, step, max_frames, max_side=max_side, allow_odd=allow_odd
+        )
+    if backend not in ("pyav", "auto"):
+        raise ValueError(f"unknown video backend {backend!r} (pyav, decord)")
+    reader = _Reader(path, max_side=max_side, allow_odd=allow_odd)
+    try:
+        h, w = reader.height, reader.width
+        ends = [e for e in (stop, reader.declared) if e is not None]
+        expect = len(range(start, min(ends), step)) if ends else 64
+        if reader.declared is None:
+            expect = min(expect, 1024)
+        if max_frames is not None:
+            expect = min(expect, max_frames)
+        buf = np.empty((max(expect, 1), h, w, 3), np.uint8)
+        n = 0
+        for i, frame in _selected(reader, start, stop, step, max_frames):
+            if n == len(buf):  # header undercounted: grow geometrically
+                buf = np.concatenate([buf, np.empty_like(buf)])
+            rgb = _rgb(frame)
+            if rgb.shape != (h, w, 3):
+                raise InvalidVideoError(
+                    path, f"frame {i} has size {rgb.shape[1]}x{rgb.shape[0]}, not {w}x{h}"
+                )
+            buf[n] = rgb
+            n += 1
+        _warn_if_damaged(reader)
+    finally:
+        reader.close()
+    if n == 0 and start == 0 and stop != 0 and max_frames != 0:
+        raise InvalidVideoError(path, "the video stream has zero decodable frames")
+    return buf[:n] if n == len(buf) or n > len(buf) // 2 else buf[:n].copy()
+
+
+def iter_frames(
+    path: str | Path,
+    batch: int = 16,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    step: int = 1,
+    max_side: int | None = None,
+    allow_odd: bool = False,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(index_of_first_frame, frames (b,H,W,3) uint8)`` batches; memory is one batch.
+
+    Within a batch, frame ``k`` is source frame ``index_of_first_frame + k*step``.
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1 (got {batch})")
+    path = Path(path)
+    _check_range(start, stop, step, None)
+    reader = _Reader(path, max_side=max_side, allow_odd=allow_odd)
+    try:
+        buf = np.empty((batch, reader.height, reader.width, 3), np.uint8)
+        n, first = 0, start
+        for i, frame in _selected(reader, start, stop, step, None):
+            if n == 0:
+                first = i
+            buf[n] = _rgb(frame)
+            n += 1
+            if n == batch:
+                yield first, buf.copy()
+                n = 0
+        if n:
+            yield first, buf[:n].copy()
+        _warn_if_damaged(reader)
+    finally:
+        reader.close()
+
+
+def _read_frames_decord(
+    path: Path, start: int, stop: int | None, step: int, max_frames: int | None, *, max_side, allow_odd
+) -> np.ndarray:
+    try:
+        import decord
+    except ImportError:
+        raise ValueError(
+            "backend='decord' asked for, but decord is not installed (pip install decord)"
+        ) from None
+    _check_file(path)
+    try:
+        vr = decord.VideoReader(str(path), ctx=decord.cpu(0))
+    except Exception as e:  # decord raises its own DECORDError
+        raise InvalidVideoError(path, _open_error_reason(path, e)) from None
+    h, w = vr[0].shape[:2] if len(vr) else (0, 0)
+    check_frame_size(path, w, h, max_side=max_side, allow_odd=allow_odd)
+    idx = list(range(start, min(stop if stop is not None else len(vr), len(vr)), step))
+    if max_frames is not None:
+        idx = idx[:max_frames]
+    if not idx:
+        return np.empty((0, h, w, 3), np.uint8)
+    return vr.get_batch(idx).asnumpy()
+
+
+# ---------------------------------------------------------------------------------------- writing
+def _rate(fps: float) -> Fraction:
+    if not fps or fps <= 0 or not np.isfinite(fps):
+        raise ValueError(f"fps must be a positive number (got {fps})")
+    return Fraction(fps).limit_denominator(1001)
+
+
+class Mp4Writer:
+    """Streaming MP4 writer: ``with Mp4Writer(path, fps) as w: w.write(frames)``.
+
+    Frames are (H,W,3) or (T,H,W,3) uint8 RGB, all the same size. With a chroma-subsampled
+    ``pix_fmt`` (yuv420p) odd sizes are padded by repeating the last row/column (``odd="pad"``) or
+    rejected (``odd="error"``). The file appears under ``path`` only when closed without error.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        fps: float,
+        *,
+        crf: int = 18,
+        codec: str = "libx264",
+        pix_fmt: str = "yuv420p",
+        odd: str = "pad",
+        preset: str | None = None,
+        faststart: bool = True,
+        options: dict[str, str] | None = None,
+    ):
+        if odd not in ("pad", "error"):
+            raise ValueError(f"odd must be 'pad' or 'error' (got {odd!r})")
+        self.path = Path(path)
+        self.rate = _rate(fps)
+        self.crf = crf
+        self.codec = codec
+        self.pix_fmt = pix_fmt
+        self.odd = odd
+        self.preset = preset
+        self.options = dict(options or {})
+        self.faststart = faststart
+        self.frames_written = 0
+        self.size: tuple[int, int] | None = None  # (width, height) as written
+        self._input_hw: tuple[int, int] | None = None
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        self._container = None
+        self._stream = None
+
+    def __enter__(self) -> Mp4Writer:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def _start(self, h: int, w: int) -> None:
+        sub_w, sub_h = _SUBSAMPLED.get(self.pix_fmt, (False, False))
+        out_w = w + (w % 2 if sub_w else 0)
+        out_h = h + (h % 2 if sub_h else 0)
+        if (out_w, out_h) != (w, h) and self.odd == "error":
+            raise ValueError(f"{self.path}: frame size {w}x{h} is odd; {self.pix_fmt} needs even sizes")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        opts = {"movflags": "+faststart"} if self.faststart else {}
+        self._container = av.open(str(self._tmp), mode="w", format="mp4", options=opts)
+        copts = dict(self.options)
+        if self.codec in _CRF_CODECS:
+            copts.setdefault("crf", str(self.crf))
+        if self.preset:
+            copts.setdefault("preset", self.preset)
+        self._stream = self._container.add_stream(self.codec, rate=self.rate, options=copts)
+        self._stream.width, self._stream.height = out_w, out_h
+        self._stream.pix_fmt = self.pix_fmt
+        self._input_hw = (h, w)
+        self.size = (out_w, out_h)
+
+    def write(self, frames: np.ndarray) -> None:
+        arr = np.asarray(frames)
+        if arr.ndim == 3:
+            arr = arr[None]
+        if arr.ndim != 4 or arr.shape[-1] != 3:
+            raise ValueError(f"{self.path}: frames must be (H,W,3) or (T,H,W,3) RGB, got shape {arr.shape}")
+        if arr.dtype != np.uint8:
+            raise ValueError(f"{self.path}: frames must be uint8, got {arr.dtype}")
+        if self._container is None:
+            self._start(arr.shape[1], arr.shape[2])
+        if arr.shape[1:3] != self._input_hw:
+            raise ValueError(
+                f"{self.path}: frame size {arr.shape[1:3]} differs from the first frames' {self._input_hw}"
+            )
+        out_w, out_h = self.size
+        for img in arr:
+            if (out_h, out_w) != img.shape[:2]:
+                img = np.pad(img, ((0, out_h - img.shape[0]), (0, out_w - img.shape[1]), (0, 0)), mode="edge")
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+            frame.pts = self.frames_written
+            frame.time_base = 1 / self.rate
+            for packet in self._stream.encode(frame):
+                self._container.mux(packet)
+            self.frames_written += 1
+
+    def close(self) -> Path:
+        """Flush, close and move the file into place. Raises if nothing was written."""
+        if self._container is None:
+            if self.frames_written == 0:
+                raise ValueError(f"{self.path}: no frames written (an MP4 needs at least one frame)")
+            return self.path
+        try:
+            for packet in self._stream.encode():
+                self._container.mux(packet)
+            self._container.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._container = None
+        os.replace(self._tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the partial file."""
+        if self._container is not None:
+            try:
+                self._container.close()
+            except av.error.FFmpegError:
+                pass
+            self._container = None
+        self._tmp.unlink(missing_ok=True)
+
+
+def write_mp4(
+    path: str | Path,
+    frames: np.ndarray | Iterable[np.ndarray],
+    fps: float,
+    crf: int = 18,
+    codec: str = "libx264",
+    **kwargs: Any,
+) -> Path:
+    """Write frames ((T,H,W,3) uint8 RGB, or an iterable of frames/batches) to an MP4 file."""
+    with Mp4Writer(path, fps, crf=crf, codec=codec, **kwargs) as w:
+        if isinstance(frames, np.ndarray):
+            w.write(frames)
+        else:
+            for f in frames:
+                w.write(f)
+    return Path(path)
