@@ -53,6 +53,35 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if res.ok else 1
 
 
+def cmd_preview(args: argparse.Namespace) -> int:
+    from anonymask.preview import write_preview
+    from anonymask.storage.store import DatasetStore
+
+    store = DatasetStore.open(args.store, mode="r")
+    out = Path(args.out) if args.out else data_root() / "preview" / store.dataset
+    page = write_preview(store, out, frames_per_video=args.frames)
+    print(page)
+    return 0
+
+
+def cmd_anonymize(args: argparse.Namespace) -> int:
+    from anonymask.config import parse_overrides
+    from anonymask.flows.anonymize import anonymize
+
+    state = anonymize(
+        dataset=args.dataset,
+        source=args.source,
+        store=args.store,
+        overrides=parse_overrides(args.set),
+        limit=args.limit,
+        video_ids=args.videos,
+        runner=args.runner,
+        return_state=True,
+    )
+    print(f"{state.name}: {state.message}")
+    return 0 if state.is_completed() else 1
+
+
 # ---------------------------------------------------------------------------- privacy
 def cmd_privacy(args: argparse.Namespace) -> int:
     from anonymask.models.privacy import accountant as acc
@@ -108,6 +137,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("store")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("preview", help="HTML page: original vs anonymized frames, masks, metrics")
+    s.add_argument("store")
+    s.add_argument("--out", default=None, help="output folder (default $ANONYMASK_DATA/preview/<dataset>)")
+    s.add_argument("--frames", type=int, default=4, help="frames shown per video")
+    s.set_defaults(func=cmd_preview)
+
+    s = sub.add_parser("anonymize", help="run the anonymize flow in-process (no server needed)")
+    s.add_argument("--dataset", required=True, help="ntu, ntu120, tsh, ucf101, hmdb51, folder, sample, demo")
+    s.add_argument("--source", default=None, help="dataset folder (default $ANONYMASK_DATA/raw/<dataset>)")
+    s.add_argument("--store", default=None, help="store path/URL (default $ANONYMASK_DATA/stores/<dataset>.zarr)")
+    s.add_argument("--set", nargs="*", default=[], metavar="STAGE.KEY=VALUE",
+                   help="config overrides, e.g. refine.backend=animatediff segment.grow=6")
+    s.add_argument("--limit", type=int, default=None, help="only the first N videos")
+    s.add_argument("--videos", nargs="*", default=None, help="only these video ids")
+    s.add_argument("--runner", default="local", help="local (default), dask, or a Dask scheduler address")
+    s.set_defaults(func=cmd_anonymize)
 
     s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, or sigma for a target")
     psub = s.add_subparsers(dest="what", required=True)

@@ -43,13 +43,10 @@ def run_demo(root: Path, anonymize: bool = True, seed: int = 0, preset: str = "d
     print(f"[demo] flow finished: {state.name}: {state.message} ({time.perf_counter() - t1:.1f}s)")
     store = DatasetStore.open(store_url, mode="r")
     print(format_status_table(status_report(store)))
-    try:
-        from anonymask.storage.preview import write_preview
+    from anonymask.preview import write_preview
 
-        page = write_preview(store, Path(root) / "preview" / "demo")
-        print(f"[demo] preview: {page}")
-    except ImportError:
-        pass
+    page = write_preview(store, Path(root) / "preview" / "demo")
+    print(f"[demo] preview: {page}")
     if isinstance(summary, dict):
         print(json.dumps({k: summary[k] for k in ("videos", "done", "failed", "frames_per_s") if k in summary}))
     return 0 if state.is_completed() else 1

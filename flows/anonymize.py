@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
 )
+from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
 from anonymask.config import pipeline_config
@@ -71,6 +72,8 @@ def anonymize(
     overrides: dict[str, Any] | None = None,
     limit: int | None = None,
     video_ids: list[str] | None = None,
+    runner: str = "local",
+    workers: int = 2,
 ):
     """Anonymize a dataset into its store (resumable; failures isolated per video)."""
     from anonymask.paths import default_source, default_store
@@ -102,18 +105,22 @@ def anonymize(
     ds.register_videos(infos)
     logger.info("%s: %d videos -> %s", dataset, len(infos), store_url)
 
-    rows = []
     t0 = time.perf_counter()
-    for info in infos:
-        state = anonymize_video(store_url, info.video_id, config, return_state=True)
-        if state.is_completed():
-            r = state.result(raise_on_failure=False)
-            rows.append({"video": info.video_id, "status": r["status"], "frames": r["frames"],
+    ids = [i.video_id for i in infos]
+    if runner == "local":
+        outcomes = [_outcome(anonymize_video(store_url, vid, config, return_state=True)) for vid in ids]
+    else:
+        outcomes = _run_on_dask(store_url, ids, config, runner, workers)
+    rows = []
+    for vid, out in zip(ids, outcomes):
+        if out["ok"]:
+            r = out["result"]
+            rows.append({"video": vid, "status": r["status"], "frames": r["frames"],
                          "seconds": r["seconds"], "error": ""})
         else:
-            err = _failure_reason(ds, info.video_id) or (state.message or "failed")
-            logger.warning("%s FAILED: %s", info.video_id, err)
-            rows.append({"video": info.video_id, "status": "failed", "frames": 0, "seconds": 0, "error": err})
+            err = _failure_reason(ds, vid) or (out["message"] or "failed")
+            logger.warning("%s FAILED: %s", vid, err)
+            rows.append({"video": vid, "status": "failed", "frames": 0, "seconds": 0, "error": err})
     wall = time.perf_counter() - t0
     summary = summarize(rows, wall)
     create_table_artifact(key=_artifact_key("videos", dataset), table=rows,
@@ -125,6 +132,46 @@ def anonymize(
     if summary["videos"] and summary["failed"] == summary["videos"]:
         return Failed(message=msg, data=summary)
     return Completed(message=msg, data=summary)
+
+
+@task(name="anonymize-video", task_run_name="{video_id}", cache_policy=NONE, persist_result=False)
+def video_task(store_url: str, video_id: str, config: dict[str, Any]) -> dict[str, Any]:
+    """One video as one coarse task (the Dask path): stages run in order inside the worker."""
+    from anonymask.tasks.common import execute_stage
+
+    t0 = time.perf_counter()
+    results = [execute_stage(store_url, video_id, name, config) for name in ORDER]
+    frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
+    computed = [r for r in results if r["status"] == "done"]
+    return {"video_id": video_id, "status": "done" if computed else "skipped", "frames": frames,
+            "seconds": round(time.perf_counter() - t0, 3), "stages": {r["stage"]: r for r in results}}
+
+
+@flow(name="anonymize-fan-out", persist_result=False)
+def _fan_out(store_url: str, video_ids: list[str], config: dict[str, Any]) -> list[Any]:
+    futures = [video_task.submit(store_url, vid, config) for vid in video_ids]
+    for f in futures:
+        f.wait()
+    return [_outcome(f.state) for f in futures]
+
+
+def _run_on_dask(store_url: str, video_ids: list[str], config: dict[str, Any], runner: str, workers: int):
+    """Videos as tasks on a Dask cluster: ``runner="dask"`` starts a local cluster, any other
+    value is taken as a scheduler address (``tcp://host:8786``) of an existing cluster."""
+    from prefect_dask import DaskTaskRunner
+
+    if runner == "dask":
+        tr = DaskTaskRunner(cluster_kwargs={"n_workers": int(workers), "threads_per_worker": 1, "processes": True})
+    else:
+        tr = DaskTaskRunner(address=runner)
+    return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config)
+
+
+def _outcome(state) -> dict[str, Any]:
+    """A finished run's state as plain data (states must not be returned from flows)."""
+    if state.is_completed():
+        return {"ok": True, "result": state.result(raise_on_failure=False), "message": state.message}
+    return {"ok": False, "result": None, "message": state.message or state.name}
 
 
 def _failure_reason(ds: DatasetStore, video_id: str) -> str:

@@ -48,8 +48,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
-    meta = probe(info.path)
-    frames = read_frames(info.path, max_frames=cfg.get("max_frames"))
+    meta = probe(info.path, exact=False, allow_odd=True)
+    frames = read_frames(info.path, max_frames=cfg.get("max_frames"), allow_odd=True)
     if frames.shape[0] == 0:
         raise InvalidVideoError(info.path, "no frames decoded")
     hw = target_size(frames.shape[1], frames.shape[2], cfg.get("max_side"))
