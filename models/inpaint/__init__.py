@@ -1,1 +1,16 @@
-"""anonymask.models.inpaint."""
+"""anonymask.models.inpaint: background inpainting backends (pure numpy/OpenCV)."""
+
+from anonymask.models.inpaint.backends import (
+    Inpainter,
+    OpenCVInpainter,
+    TemporalMedianInpainter,
+    available_inpainters,
+    get_inpainter,
+    masked_temporal_median,
+    register_inpainter,
+)
+
+__all__ = [
+    "Inpainter", "OpenCVInpainter", "TemporalMedianInpainter", "available_inpainters", "get_inpainter",
+    "masked_temporal_median", "register_inpainter",
+]
