@@ -1,1 +1,16 @@
-"""anonymask.models.compose."""
+"""anonymask.models.compose: merge, tubelet boxes/crops/pastes, reintegration and the public mask."""
+
+from anonymask.models.compose.merge import blend, merge
+from anonymask.models.compose.reintegrate import public_mask, reintegrate
+from anonymask.models.compose.tubelets import (
+    crop_tubelet,
+    mask_extents,
+    paste_frame,
+    paste_tubelet,
+    tubelet_boxes,
+)
+
+__all__ = [
+    "blend", "merge", "public_mask", "reintegrate", "crop_tubelet", "mask_extents", "paste_frame",
+    "paste_tubelet", "tubelet_boxes",
+]

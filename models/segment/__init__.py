@@ -16,6 +16,7 @@ from anonymask.models.segment.masks import (
     feather,
     grow,
     person_mask,
+    uint8_scale,
     unflicker,
     union_tracks,
 )
@@ -23,5 +24,5 @@ from anonymask.models.segment.masks import (
 __all__ = [
     "GroundTruthSegmenter", "MediapipeSegmenter", "Segmenter", "available_segmenters", "get_segmenter",
     "register_segmenter", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
-    "person_mask", "union_tracks", "unflicker",
+    "person_mask", "uint8_scale", "union_tracks", "unflicker",
 ]

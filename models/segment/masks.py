@@ -19,15 +19,23 @@ from scipy.ndimage import maximum_filter1d, uniform_filter1d
 MaskLike = np.ndarray
 
 
-def as_alpha(mask: np.ndarray) -> np.ndarray:
-    """Any mask -> float32 alpha in [0,1]. uint8 masks whose max exceeds 1 are read as 0..255."""
+def uint8_scale(mask: np.ndarray) -> int:
+    """255 for a uint8 mask stored as 0..255 (its max exceeds 1), else 1."""
+    m = np.asarray(mask)
+    return 255 if m.dtype == np.uint8 and m.size and int(m.max()) > 1 else 1
+
+
+def as_alpha(mask: np.ndarray, scale: int | None = None) -> np.ndarray:
+    """Any mask -> float32 alpha in [0,1]. uint8 masks whose max exceeds 1 are read as 0..255.
+
+    ``scale`` fixes the uint8 reading (1 or 255) when converting a video block by block.
+    """
     m = np.asarray(mask)
     if m.dtype == bool:
         return m.astype(np.float32)
     if m.dtype == np.uint8:
-        if m.size and m.max() > 1:
-            return m.astype(np.float32) / 255.0
-        return m.astype(np.float32)
+        s = uint8_scale(m) if scale is None else scale
+        return m.astype(np.float32) / np.float32(s) if s != 1 else m.astype(np.float32)
     return np.clip(m.astype(np.float32, copy=False), 0.0, 1.0)
 
 
@@ -43,7 +51,7 @@ def as_full(mask: np.ndarray) -> np.ndarray:
     if m.dtype == bool:
         return m.copy()
     if m.dtype == np.uint8:
-        return m == (255 if m.size and m.max() > 1 else 1)
+        return m == uint8_scale(m)
     return m >= 1.0
 
 
