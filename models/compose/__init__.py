@@ -7,10 +7,11 @@ from anonymask.models.compose.tubelets import (
     mask_extents,
     paste_frame,
     paste_tubelet,
+    points_to_crop,
     tubelet_boxes,
 )
 
 __all__ = [
     "blend", "merge", "public_mask", "reintegrate", "crop_tubelet", "mask_extents", "paste_frame",
-    "paste_tubelet", "tubelet_boxes",
+    "paste_tubelet", "points_to_crop", "tubelet_boxes",
 ]

@@ -227,3 +227,16 @@ def paste_tubelet(
         values[t][region] = vals
         valid[t][region] = ok
     return values, valid
+
+
+def points_to_crop(points: np.ndarray, boxes: np.ndarray, size: int) -> np.ndarray:
+    """Frame pixel coordinates (T,K,2) -> crop pixel coordinates, with the map ``crop_tubelet`` uses.
+
+    Both in OpenCV's convention (pixel (row i, col j) has its centre at x=j, y=i). NaN stays NaN.
+    """
+    p = np.asarray(points, np.float64)
+    b = np.asarray(boxes, np.float64)
+    if p.ndim != 3 or p.shape[-1] != 2 or b.shape != (p.shape[0], 4):
+        raise ValueError(f"points_to_crop: points (T,K,2) and boxes (T,4) expected, got {p.shape}, {b.shape}")
+    k = np.stack([b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], -1)[:, None, :] / size
+    return (p - b[:, None, :2] + 0.5) / k - 0.5
