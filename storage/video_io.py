@@ -209,9 +209,12 @@ def probe(
         elif declared is not None:
             frames = declared
         else:
-            frames = sum(
-                1 for p in container.demux(stream) if p.size and not p.is_corrupt and not p.is_discard
-            )
+            frames = 0
+            try:
+                for p in container.demux(stream):
+                    frames += bool(p.size) and not p.is_corrupt and not p.is_discard
+            except av.error.FFmpegError:
+                dec.damaged = True
         codec = stream.codec_context.name
         fps = _stream_fps(stream)
         duration = float(stream.duration * stream.time_base) if stream.duration and stream.time_base else None
@@ -363,8 +366,15 @@ class _Reader:
         return "done" if expected is not None else "fallback"
 
 
-def _rgb(frame: av.VideoFrame) -> np.ndarray:
-    return frame.to_ndarray(format="rgb24")
+def _rgb(reader: _Reader, index: int, frame: av.VideoFrame) -> np.ndarray:
+    rgb = frame.to_ndarray(format="rgb24")
+    if rgb.shape != (reader.height, reader.width, 3):
+        raise InvalidVideoError(
+            reader.path,
+            f"frame {index} is {rgb.shape[1]}x{rgb.shape[0]}, not {reader.width}x{reader.height} "
+            "(the frame size changes inside the video)",
+        )
+    return rgb
 
 
 def _check_range(start: int, stop: int | None, step: int, max_frames: int | None) -> None:
@@ -439,12 +449,7 @@ def read_frames(
         for i, frame in _selected(reader, start, stop, step, max_frames):
             if n == len(buf):  # header undercounted: grow geometrically
                 buf = np.concatenate([buf, np.empty_like(buf)])
-            rgb = _rgb(frame)
-            if rgb.shape != (h, w, 3):
-                raise InvalidVideoError(
-                    path, f"frame {i} has size {rgb.shape[1]}x{rgb.shape[0]}, not {w}x{h}"
-                )
-            buf[n] = rgb
+            buf[n] = _rgb(reader, i, frame)
             n += 1
         _warn_if_damaged(reader)
     finally:
@@ -479,7 +484,7 @@ def iter_frames(
         for i, frame in _selected(reader, start, stop, step, None):
             if n == 0:
                 first = i
-            buf[n] = _rgb(frame)
+            buf[n] = _rgb(reader, i, frame)
             n += 1
             if n == batch:
                 yield first, buf.copy()

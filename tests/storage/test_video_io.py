@@ -339,3 +339,22 @@ def test_real_sample_video_seek_is_exact():
     full = full_decode(path)
     for start in (1, 57, 118):
         assert np.array_equal(read_frames(path, start, start + 3), full[start : start + 3])
+
+
+@pytest.mark.slow
+def test_real_vp9_video_seeks_match_streaming_decode():
+    """Sports2D's demo (VP9, 1768x994, keyframes every 60 frames): seeks vs one streaming pass."""
+    spec = importlib.util.find_spec("Sports2D")
+    if spec is None:
+        pytest.skip("sports2d not installed")
+    path = Path(spec.submodule_search_locations[0]) / "Demo" / "demo.mp4"
+    wanted = {1, 59, 60, 61, 119, 150, 229}
+    ref = {}
+    for first, batch in iter_frames(path, batch=32):
+        for k in range(len(batch)):
+            if first + k in wanted:
+                ref[first + k] = batch[k].copy()
+    assert probe(path).frames == 230
+    for start in sorted(wanted):
+        got = read_frames(path, start, start + 1)
+        assert np.array_equal(got[0], ref[start]), start
