@@ -144,6 +144,14 @@ def read_ntu_skeleton(path: str | Path) -> NTUSkeleton:
     return NTUSkeleton(str(path), num_frames, bodies)
 
 
+def read_body_tracks(path: str | Path) -> list[np.ndarray]:
+    """Per body, its joints (n_present, 25, 3) over the frames where it is present (no NaN).
+
+    The compact form the skeleton models train on (``models.skeleton.data`` uses it as reader).
+    """
+    return [b.joints[b.present] for b in read_ntu_skeleton(path).bodies]
+
+
 def main_bodies(skeleton: NTUSkeleton, max_bodies: int = 2) -> list[BodyTrack]:
     """The ``max_bodies`` bodies with the most motion (ties: first seen first).
 

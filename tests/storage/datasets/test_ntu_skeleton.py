@@ -9,6 +9,7 @@ from anonymask.errors import DatasetError
 from anonymask.storage.datasets.ntu_skeleton import (
     NUM_JOINTS,
     main_bodies,
+    read_body_tracks,
     read_ntu_skeleton,
     write_ntu_skeleton,
 )
@@ -68,6 +69,13 @@ def test_main_bodies_by_motion(skel_file):
     assert sk.bodies[1].motion_energy() > sk.bodies[0].motion_energy() > 0
     assert [b.body_id for b in main_bodies(sk, 1)] == [ID_B]
     assert [b.body_id for b in main_bodies(sk, 2)] == [ID_B, ID_A]
+
+
+def test_compact_body_tracks(skel_file):
+    a, b = read_body_tracks(skel_file)
+    assert a.shape == (2, 25, 3) and b.shape == (2, 25, 3)
+    assert np.isfinite(a).all() and np.isfinite(b).all()
+    assert b[1, 0, 1] == pytest.approx(0.8)  # B's second appearance is frame 3
 
 
 def test_write_read_roundtrip(tmp_path):
