@@ -260,15 +260,16 @@ class ActionModel(nn.Module):
                 m.eval()
         return self
 
-    def prefix_modules(self) -> list[nn.Module]:
-        """Modules of the frozen prefix (everything before the split point)."""
+    def stage_modules(self, start: int, stop: int) -> list[nn.Module]:
+        """Modules of stages ``start`` .. ``stop-1`` (see :meth:`split_index` for the numbering)."""
         net = self.net
         stages: list[list[nn.Module]] = [[net.conv_proj, net.pos_encoding]]
         stages += [[b] for b in net.blocks] + [[net.norm], [net.head]]
-        out: list[nn.Module] = []
-        for s in stages[: self.split_index()]:
-            out += s
-        return out
+        return [m for s in stages[start:stop] for m in s]
+
+    def prefix_modules(self) -> list[nn.Module]:
+        """Modules of the frozen prefix (everything before the split point)."""
+        return self.stage_modules(0, self.split_index())
 
     # ------------------------------------------------------------------ stages
     def embed(self, x: torch.Tensor, token_keep: torch.Tensor | None = None) -> torch.Tensor:

@@ -23,9 +23,9 @@ def _video(label: int, frames: int, h: int, w: int, rng: np.random.Generator) ->
     yy, xx = np.mgrid[0:h, 0:w]
     bg = rng.integers(40, 120, size=(h, w, 3)).astype(np.float32)
     angle = 2 * np.pi * label / 6 + rng.normal(0, 0.15)
-    speed = 0.6 * min(h, w) / max(frames, 1)
+    speed = 0.4 * min(h, w) / max(frames, 1)
     cy, cx = h / 2 + rng.normal(0, h / 10), w / 2 + rng.normal(0, w / 10)
-    radius = max(min(h, w) / 6, 2.5)
+    radius = max(min(h, w) / 4, 2.5)
     color = _COLORS[label % len(_COLORS)]
     raw = np.empty((frames, h, w, 3), np.uint8)
     merged = np.empty_like(raw)

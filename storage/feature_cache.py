@@ -1,0 +1,270 @@
+"""Frozen-prefix features of every training clip, cached in the dataset's store.
+
+Under DP fine-tuning nothing before the first trainable layer changes and clips are not
+augmented, so the activations there are a pure function of (prefix weights, model config, split
+point, clip spec, mask policy). They are computed once per clip and per input variant into
+``<store>/cache/<key>/``, keyed by the hash of exactly those things, and every epoch reads them
+instead of running the prefix.
+
+Variants: ``full`` (no token mask), ``private`` (token_keep = private tokens: the public ones are
+zeroed; MaskDP's private pass), ``public`` (token_keep = public tokens; MaskDP's public pass and
+FP-DP-style public features).
+
+Layout of a cache group: attrs (spec, feature shape, dtype, clip list), ``label`` (n,), one
+array per variant (n, *feature_shape) with one chunk per clip (shards of up to 64 clips), and
+``done_<variant>`` (n,) bool flags written after the features (resume computes only the rest).
+One process writes a cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Subset
+from zarr.codecs import ZstdCodec
+
+from anonymask.errors import StoreError
+from anonymask.models.action.mvit import ActionModel
+from anonymask.models.action.prefix import FrozenPrefix
+from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.storage.clips import ClipDataset, Collate, make_loader
+from anonymask.storage.hashing import combine_hashes, config_hash
+from anonymask.storage.store import DatasetStore
+
+VARIANTS = ("full", "private", "public")
+FEATURE_KEYS = {"full": "features", "private": "features_private", "public": "features_public"}
+SHARD_CLIPS = 64
+_FORMAT = "action-prefix-features-v1"
+
+
+def mask_policy(model: ActionModel, dataset: ClipDataset) -> dict[str, Any]:
+    """How token masks are derived: pixel mask source + the patch geometry + the token rule."""
+    return {
+        "mask_source": dataset.mask_source,
+        "q_threshold": dataset.q_threshold,
+        "rule": "public iff every covered pixel is synthetic; padding public",
+        "kernel": list(model.patch_kernel),
+        "stride": list(model.patch_stride),
+        "padding": list(model.patch_padding),
+    }
+
+
+def _model_spec(model: ActionModel) -> dict[str, Any]:
+    c = model.config
+    return {"arch": c.arch, "clip_len": c.clip_len, "size": list(c.size), "tiny_blocks": c.tiny_blocks}
+
+
+def cache_key(
+    model: ActionModel, dataset: ClipDataset, *, precision: str = "float32", split: int | None = None
+) -> str:
+    """Hash of (prefix weights, model config, split point, clip spec, mask policy, precision)."""
+    split = model.split_index() if split is None else split
+    spec = dict(dataset.spec())
+    spec.pop("store", None)  # the cache lives in that store; moving it must not invalidate it
+    return combine_hashes(
+        _FORMAT,
+        model.prefix_hash(),
+        config_hash(_model_spec(model)),
+        str(split),
+        config_hash(spec),
+        config_hash(mask_policy(model, dataset)),
+        precision,
+    )
+
+
+def _autocast(device: torch.device, precision: str):
+    if precision == "bfloat16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+class FeatureCache:
+    """One cache group: what it holds and which clips/variants are complete."""
+
+    def __init__(self, store_url: str, key: str):
+        self.store_url = str(store_url)
+        self.key = key
+        store = DatasetStore.open(self.store_url, mode="r")
+        if key not in store.group["cache"]:
+            raise StoreError(f"{self.store_url}: no feature cache {key!r}")
+        g = store.group["cache"][key]
+        self.attrs = dict(g.attrs)
+        self.num_clips = int(self.attrs["num_clips"])
+        self.feature_shape = tuple(self.attrs["feature_shape"])
+        self.dtype = str(self.attrs["dtype"])
+        self._group = g
+
+    def complete_variants(self) -> list[str]:
+        out = []
+        for v in VARIANTS:
+            name = f"done_{v}"
+            if name in self._group and bool(np.asarray(self._group[name][...]).all()):
+                out.append(v)
+        return out
+
+    def dataset(self, variants: Sequence[str] = ("full",)) -> CachedFeatureDataset:
+        missing = [v for v in variants if v not in self.complete_variants()]
+        if missing:
+            raise StoreError(f"{self.store_url}: cache {self.key} lacks complete variants {missing}")
+        return CachedFeatureDataset(self.store_url, self.key, variants)
+
+
+def build_feature_cache(
+    model: ActionModel,
+    dataset: ClipDataset,
+    *,
+    variants: Sequence[str] = ("full",),
+    batch_size: int = 8,
+    num_workers: int = 0,
+    device: str | torch.device | None = None,
+    precision: str | None = None,
+    storage_dtype: str = "float32",
+    progress: Callable[[int, int], None] | None = None,
+) -> FeatureCache:
+    """Compute the missing features of ``dataset``'s clips for ``variants``; returns the cache.
+
+    ``precision``: "float32" or "bfloat16" (autocast); default bfloat16 on CUDA, float32 on CPU.
+    Train with the same precision in the uncached path if the two must agree bit for bit.
+    """
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        raise ValueError(f"unknown cache variants {bad}; choose from {VARIANTS}")
+    if any(v != "full" for v in variants) and dataset.mask_source is None:
+        raise ValueError("private/public variants need a dataset with a mask_source")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    precision = precision or ("bfloat16" if device.type == "cuda" else "float32")
+    prefix = FrozenPrefix(model)
+    key = cache_key(model, dataset, precision=precision)
+    fshape = prefix.feature_shape
+    n = len(dataset)
+    clip_ids = [[vid, int(ci)] for vid, ci, *_ in dataset.clips]
+
+    store = DatasetStore.open(dataset.store_url, mode="r+")
+    g = store.cache_group(key)
+    if g.attrs.get("clips") not in (None, clip_ids) or (
+        "feature_shape" in g.attrs and tuple(g.attrs["feature_shape"]) != fshape
+    ) or g.attrs.get("dtype", storage_dtype) != storage_dtype:
+        raise StoreError(f"{dataset.store_url}: cache {key} exists with other clips, shape or dtype")
+    g.attrs.update(
+        {
+            "kind": _FORMAT,
+            "model": _model_spec(model),
+            "split": prefix.split,
+            "clip_spec": dataset.spec(),
+            "mask_policy": mask_policy(model, dataset),
+            "precision": precision,
+            "prefix_hash": model.prefix_hash(),
+            "feature_shape": list(fshape),
+            "dtype": storage_dtype,
+            "num_clips": n,
+            "clips": clip_ids,
+        }
+    )
+    if "label" not in g:
+        g.create_array("label", shape=(n,), dtype="int64", chunks=(max(n, 1),))[...] = np.asarray(
+            dataset.labels, dtype=np.int64
+        )
+    arrays, done = {}, {}
+    for v in variants:
+        if v not in g:
+            g.create_array(
+                v,
+                shape=(n, *fshape),
+                dtype=storage_dtype,
+                chunks=(1, *fshape),
+                shards=(min(SHARD_CLIPS, max(n, 1)), *fshape),
+                compressors=ZstdCodec(level=1),
+                fill_value=0,
+            )
+        if f"done_{v}" not in g:
+            g.create_array(f"done_{v}", shape=(n,), dtype="bool", chunks=(max(n, 1),), fill_value=False)
+        arrays[v], done[v] = g[v], g[f"done_{v}"]
+
+    flags = {v: np.asarray(done[v][...]).copy() for v in variants}
+    todo = [i for i in range(n) if not all(flags[v][i] for v in variants)]
+    if todo:
+        loader = make_loader(Subset(dataset, todo), batch_size=batch_size, num_workers=num_workers,
+                             collate_fn=_collate(dataset))
+        model_device = next(model.parameters()).device
+        model.to(device)
+        pos = 0
+        try:
+            for batch in loader:
+                rows = todo[pos : pos + len(batch["label"])]
+                pos += len(rows)
+                x = batch["video"].to(device, non_blocking=True)
+                keep_pub = None
+                if any(v != "full" for v in variants):
+                    keep_pub = model_public_tokens(model, batch["pixel_public"].to(device))
+                for v in variants:
+                    need = [j for j, r in enumerate(rows) if not flags[v][r]]
+                    if not need:
+                        continue
+                    keep = None if v == "full" else (keep_pub if v == "public" else ~keep_pub)
+                    with _autocast(device, precision):
+                        feats = prefix(x, keep)
+                    feats = feats.float().cpu().numpy().astype(storage_dtype)
+                    for j in need:
+                        arrays[v][rows[j]] = feats[j]
+                    for j in need:
+                        flags[v][rows[j]] = True
+                    done[v][...] = flags[v]  # flags last: a set flag means the row is complete
+                if progress is not None:
+                    progress(pos, len(todo))
+        finally:
+            model.to(model_device)
+    return FeatureCache(dataset.store_url, key)
+
+
+def _collate(dataset: ClipDataset) -> Collate:
+    return Collate(dataset.sample_shapes())
+
+
+class CachedFeatureDataset(Dataset):
+    """Cached prefix features per clip: dict(features[_private|_public], label, video_id, clip_index)."""
+
+    def __init__(self, store_url: str, key: str, variants: Sequence[str] = ("full",)):
+        self.store_url = str(store_url)
+        self.key = key
+        self.variants = tuple(variants)
+        cache = FeatureCache(self.store_url, key)
+        self.feature_shape = cache.feature_shape
+        self.clips = [(vid, int(ci)) for vid, ci in cache.attrs["clips"]]
+        self.labels = [int(v) for v in np.asarray(cache._group["label"][...])]
+        self.clip_spec = dict(cache.attrs["clip_spec"])
+        self.num_classes = max(len(DatasetStore.open(self.store_url, mode="r").classes), max(self.labels) + 1)
+        self._arrays: dict[str, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_arrays"] = None
+        return state
+
+    def _open(self) -> dict[str, Any]:
+        if self._arrays is None:
+            g = DatasetStore.open(self.store_url, mode="r").group["cache"][self.key]
+            self._arrays = {v: g[v] for v in self.variants}
+        return self._arrays
+
+    def __len__(self) -> int:
+        return len(self.clips)
+
+    def sample_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        out: dict[str, tuple[tuple[int, ...], str]] = {
+            FEATURE_KEYS[v]: (self.feature_shape, "float32") for v in self.variants
+        }
+        out.update(label=((), "int64"), clip_index=((), "int64"), video_id=((), "str"))
+        return out
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        arrays = self._open()
+        vid, ci = self.clips[i]
+        out: dict[str, Any] = {
+            FEATURE_KEYS[v]: torch.from_numpy(np.asarray(arrays[v][i], dtype=np.float32)) for v in self.variants
+        }
+        out.update(label=self.labels[i], video_id=vid, clip_index=ci)
+        return out

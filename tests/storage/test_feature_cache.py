@@ -1,0 +1,131 @@
+"""Frozen-prefix feature cache: same logits and gradients as the uncached path; keys; resume."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from anonymask.errors import StoreError
+from anonymask.models.action.mvit import build_action_model
+from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
+from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.storage.clips import ClipDataset, Collate
+from anonymask.storage.feature_cache import (
+    FEATURE_KEYS,
+    FeatureCache,
+    build_feature_cache,
+    cache_key,
+)
+from anonymask.storage.store import DatasetStore
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models run several times faster on one thread than on two busy cores."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory):
+    url = str(tmp_path_factory.mktemp("fc") / "syn.zarr")
+    make_synthetic_store(url, num_classes=3, videos_per_class={"train": 2}, frames=12, size=(32, 32))
+    return url
+
+
+def _dataset(url, **kw):
+    args = dict(clip_len=8, frame_stride=1, size=(32, 32), clips_per_video=2)
+    args.update(kw)
+    return ClipDataset(url, "xsub", "train", "rend_diff", "r", **args)
+
+
+def _grads(model, logits, labels):
+    model.zero_grad(set_to_none=True)
+    torch.nn.functional.cross_entropy(logits, labels).backward()
+    return [p.grad.clone() for p in model.trainable_parameters()]
+
+
+@pytest.mark.parametrize("trainable", ["last_blocks_norm", "head"])
+def test_cached_and_uncached_paths_give_the_same_logits_and_gradients(store_url, trainable):
+    model = build_action_model(3, arch="tiny", trainable=trainable, seed=4)
+    model.train()
+    ds = _dataset(store_url)
+    cache = build_feature_cache(model, ds, variants=("full", "private", "public"), batch_size=5)
+    assert cache.num_clips == len(ds) == 12
+    assert set(cache.complete_variants()) == {"full", "private", "public"}
+    assert cache.feature_shape == feature_shape(model)
+    cached = cache.dataset(("full", "private", "public"))
+    idx = [0, 3, 7, 11]
+    vb = Collate(ds.sample_shapes())([ds[i] for i in idx])
+    cb = Collate(cached.sample_shapes())([cached[i] for i in idx])
+    assert torch.equal(vb["label"], cb["label"]) and vb["video_id"] == cb["video_id"]
+    tail = TrainableTail(model)
+    keep_pub = model_public_tokens(model, vb["pixel_public"])
+    assert keep_pub.any() and not keep_pub.all()
+    for variant, keep in [("full", None), ("private", ~keep_pub), ("public", keep_pub)]:
+        logits = model(vb["video"], token_keep=keep)
+        g_ref = _grads(model, logits, vb["label"])
+        logits_c = tail(cb[FEATURE_KEYS[variant]])
+        g_c = _grads(model, logits_c, cb["label"])
+        torch.testing.assert_close(logits_c, logits, rtol=1e-5, atol=1e-5)
+        for a, b in zip(g_c, g_ref):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    # the variants really differ
+    assert not torch.allclose(cb["features"], cb["features_private"])
+    with pytest.raises(ValueError, match="already carry"):
+        tail(cb["features"], token_keep=keep_pub)
+
+
+def test_prefix_matches_model_run_and_tail_owns_only_tail_params():
+    model = build_action_model(3, arch="tiny", seed=2)
+    tail = TrainableTail(model)
+    own = {id(p) for p in tail.parameters()}
+    assert {id(p) for p in model.trainable_parameters()} <= own
+    assert id(model.net.conv_proj.weight) not in own
+    x = torch.randn(2, *model.input_shape)
+    prefix = FrozenPrefix(model)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(tail(prefix(x)), model(x), rtol=0, atol=0)
+    model.set_trainable("all")
+    with pytest.raises(ValueError, match="no frozen prefix"):
+        FrozenPrefix(model)
+
+
+def test_cache_key_depends_on_weights_spec_and_mask_policy(store_url):
+    m1 = build_action_model(3, arch="tiny", seed=1)
+    m2 = build_action_model(3, arch="tiny", seed=2)
+    m1b = build_action_model(5, arch="tiny", seed=3)
+    m1b.net.load_state_dict({k: v for k, v in m1.net.state_dict().items() if not k.startswith("head.")},
+                            strict=False)  # another head, same prefix
+    ds = _dataset(store_url)
+    k = cache_key(m1, ds)
+    assert k == cache_key(m1b, ds)
+    assert k != cache_key(m2, ds)
+    assert k != cache_key(m1, _dataset(store_url, clips_per_video=1))
+    assert k != cache_key(m1, ClipDataset(store_url, "xsub", "train", "rend_diff", None, clip_len=8,
+                                          frame_stride=1, size=(32, 32), clips_per_video=2))
+    m1.set_trainable("head")
+    assert k != cache_key(m1, ds)  # other split point
+
+
+def test_cache_resumes_only_missing_rows(store_url):
+    model = build_action_model(3, arch="tiny", seed=7)
+    ds = _dataset(store_url, clips_per_video=1)
+    cache = build_feature_cache(model, ds, variants=("full",), batch_size=4)
+    g = DatasetStore.open(store_url).group["cache"][cache.key]
+    ref = g["full"][2].copy()
+    g["full"][2] = 0.0
+    flags = g["done_full"][...]
+    flags[2] = False
+    g["done_full"][...] = flags
+    calls = []
+    build_feature_cache(model, ds, variants=("full",), batch_size=4, progress=lambda a, b: calls.append(b))
+    assert calls == [1]
+    assert (g["full"][2] == ref).all()
+    assert FeatureCache(store_url, cache.key).complete_variants() == ["full"]
+    with pytest.raises(StoreError, match="lacks complete variants"):
+        cache.dataset(("public",))
