@@ -1,0 +1,200 @@
+"""The SMPL-H body model: real files when the user has them, the procedural one otherwise.
+
+``ANONYMASK_SMPLH_DIR`` names a folder with the licensed SMPL-H files (``SMPLH_NEUTRAL.npz``,
+``SMPLH_MALE.npz``, ``SMPLH_FEMALE.npz``; ``.pkl``, a ``smplh/`` subfolder or AMASS's
+``<gender>/model.npz`` also work). Without it the procedural model (procedural.py) is generated
+once into ``$ANONYMASK_CACHE/body`` (default ``~/.cache/anonymask``) and loaded through the same
+smplx code.
+
+Hand poses are absolute (flat_hand_mean=True): zero is a flat open hand with either file, so a
+pose means the same thing whichever model renders it. ``relaxed_hand_pose`` gives natural fingers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from anonymask.errors import MissingWeightsError
+
+from .procedural import FORMAT_VERSION, write_model_file
+from .tracks import GENDERS, NUM_BETAS, NUM_JOINTS, SMPLHTrack
+
+ENV_SMPLH_DIR = "ANONYMASK_SMPLH_DIR"
+ENV_CACHE = "ANONYMASK_CACHE"
+_CHUNK = 128  # frames per smplx call: bounds the (T, V, 4, 4) skinning transforms in memory
+
+
+class BodyModelFilesError(MissingWeightsError):
+    """ANONYMASK_SMPLH_DIR is set but does not hold the SMPL-H file a gender needs."""
+
+    def __init__(self, folder: Path, gender: str, tried: list[str]):
+        self.model = "SMPL-H"
+        self.missing = tried
+        self.folder = str(folder)
+        Exception.__init__(
+            self,
+            f"SMPL-H {gender} model not found in {ENV_SMPLH_DIR}={folder}: looked for "
+            f"{', '.join(tried)}. Put the licensed files there (https://mano.is.tue.mpg.de), or unset "
+            f"{ENV_SMPLH_DIR} to use the procedural body model.",
+        )
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "anonymask")
+
+
+def _candidates(folder: Path, gender: str) -> list[Path]:
+    g = gender.upper()
+    return [folder / f"SMPLH_{g}.npz", folder / f"SMPLH_{g}.pkl", folder / "smplh" / f"SMPLH_{g}.npz",
+            folder / "smplh" / f"SMPLH_{g}.pkl", folder / gender.lower() / "model.npz"]
+
+
+_GEN_LOCK = threading.Lock()
+
+
+def resolve_model_file(model_dir: str | os.PathLike | None = None, gender: str = "neutral") -> tuple[Path, bool]:
+    """(path of the SMPL-H file to load, whether it is the procedural one).
+
+    model_dir (or ANONYMASK_SMPLH_DIR) must hold a real file; without either the procedural file
+    is generated into the cache on first use.
+    """
+    if gender not in GENDERS:
+        raise ValueError(f"gender {gender!r} not in {GENDERS}")
+    folder = model_dir if model_dir is not None else os.environ.get(ENV_SMPLH_DIR) or None
+    if folder is not None:
+        folder = Path(folder).expanduser()
+        cands = _candidates(folder, gender)
+        for c in cands:
+            if c.is_file():
+                return c, False
+        raise BodyModelFilesError(folder, gender, [str(c.relative_to(folder)) for c in cands])
+    out = cache_dir() / "body" / f"procedural_v{FORMAT_VERSION}"
+    path = out / f"SMPLH_{gender.upper()}.npz"
+    with _GEN_LOCK:
+        if not path.is_file():
+            write_model_file(out, gender)
+    return path, True
+
+
+@dataclass
+class BodyOutput:
+    """Posed bodies in the caller's (camera) frame."""
+
+    vertices: np.ndarray  # (T, V, 3) float32
+    joints: np.ndarray  # (T, 52, 3) float32
+    keypoints: np.ndarray  # (T, 21, 3) float32: KEYPOINT_NAMES (nose, eyes, ears, toes, heels, tips)
+
+
+def relaxed_hand_pose(side: str = "left") -> np.ndarray:
+    """(45,) axis-angle of a gently curled hand, a natural default when fingers are unknown."""
+    pose = np.zeros((15, 3), dtype=np.float32)
+    for f in range(4):  # index, middle, pinky, ring bend down towards the palm (about -z on the left)
+        pose[3 * f: 3 * f + 3, 2] = (-0.30, -0.35, -0.25)
+    pose[12:15, 1] = (0.20, 0.15, 0.10)  # thumb
+    if side == "right":
+        pose[:, 1:] *= -1.0  # mirror about the body's sagittal plane
+    return pose.reshape(-1)
+
+
+class BodyModel:
+    """SMPL-H forward kinematics and skinning for batches of frames (numpy in, numpy out)."""
+
+    def __init__(self, model_dir: str | os.PathLike | None = None, gender: str = "neutral",
+                 device: str = "cpu"):
+        import smplx
+
+        self.gender = gender
+        self.device = torch.device(device)
+        self.path, self.procedural = resolve_model_file(model_dir, gender)
+        ext = self.path.suffix.lstrip(".")
+        with contextlib.redirect_stdout(io.StringIO()):  # smplx prints a warning about 16 betas
+            self._smplx = smplx.SMPLH(
+                model_path=str(self.path), ext=ext, gender=gender, use_pca=False, flat_hand_mean=True,
+                num_betas=NUM_BETAS, batch_size=1,
+            ).to(self.device)
+        self._smplx.eval()
+        self.faces = np.asarray(self._smplx.faces, dtype=np.int64)
+        self.num_vertices = int(self._smplx.v_template.shape[0])
+        self.lbs_weights = self._smplx.lbs_weights.detach().cpu().numpy().astype(np.float32)
+        self.v_template = self._smplx.v_template.detach().cpu().numpy().astype(np.float32)
+
+    # -- forward ------------------------------------------------------------------------------
+    def forward(self, betas, global_orient, body_pose, left_hand_pose=None, right_hand_pose=None,
+                transl=None) -> BodyOutput:
+        """Pose T frames. betas (10,) or (T, 10); poses axis-angle (T, 3/63/45/45); transl (T, 3)."""
+        go = np.asarray(global_orient, dtype=np.float32).reshape(-1, 3)
+        t = go.shape[0]
+        bp = np.asarray(body_pose, dtype=np.float32).reshape(t, 63)
+        zeros45 = np.zeros((t, 45), np.float32)
+        lh = zeros45 if left_hand_pose is None else np.asarray(left_hand_pose, np.float32).reshape(t, 45)
+        rh = zeros45 if right_hand_pose is None else np.asarray(right_hand_pose, np.float32).reshape(t, 45)
+        tr = np.zeros((t, 3), np.float32) if transl is None else np.asarray(transl, np.float32).reshape(t, 3)
+        be = np.asarray(betas, dtype=np.float32)
+        be = np.broadcast_to(be.reshape(1, -1) if be.ndim == 1 else be, (t, be.shape[-1]))
+        be = np.pad(be, ((0, 0), (0, max(0, NUM_BETAS - be.shape[1]))))[:, :NUM_BETAS]
+        verts = np.empty((t, self.num_vertices, 3), np.float32)
+        joints = np.empty((t, NUM_JOINTS, 3), np.float32)
+        keyp = np.empty((t, 21, 3), np.float32)
+        threads = torch.get_num_threads()
+        small = t <= 4 and self.device.type == "cpu"
+        if small:  # one body: a single thread is 4x faster than two (thread start-up dominates)
+            torch.set_num_threads(1)
+        try:
+            with torch.no_grad():
+                for a in range(0, t, _CHUNK):
+                    b = min(t, a + _CHUNK)
+
+                    def tt(x, a=a, b=b):
+                        return torch.from_numpy(np.ascontiguousarray(x[a:b])).to(self.device)
+
+                    out = self._smplx(betas=tt(be), global_orient=tt(go), body_pose=tt(bp),
+                                      left_hand_pose=tt(lh), right_hand_pose=tt(rh), transl=tt(tr))
+                    verts[a:b] = out.vertices.cpu().numpy()
+                    jo = out.joints.cpu().numpy()
+                    joints[a:b] = jo[:, :NUM_JOINTS]
+                    keyp[a:b] = jo[:, NUM_JOINTS: NUM_JOINTS + 21]
+        finally:
+            if small:
+                torch.set_num_threads(threads)
+        return BodyOutput(verts, joints, keyp)
+
+    __call__ = forward
+
+    def pose_track(self, track: SMPLHTrack) -> BodyOutput:
+        """All frames of a track (invalid frames are posed too; callers skip them)."""
+        return self.forward(track.betas, track.global_orient, track.body_pose, track.left_hand_pose,
+                            track.right_hand_pose, track.transl)
+
+    # -- rest pose helpers ---------------------------------------------------------------------
+    def rest(self, betas=None) -> BodyOutput:
+        """The unposed body (T-pose, canonical y-up frame) for one shape."""
+        be = np.zeros(NUM_BETAS, np.float32) if betas is None else np.asarray(betas, np.float32)
+        z = np.zeros((1, 3), np.float32)
+        return self.forward(be, z, np.zeros((1, 63), np.float32), transl=z)
+
+    def rest_joints(self, betas=None) -> np.ndarray:
+        """(52, 3) joints of the unposed body; rest_joints(b)[0] is the pivot of global_orient."""
+        return self.rest(betas).joints[0]
+
+    def transl_for(self, betas, pelvis_position) -> np.ndarray:
+        """transl that puts the pelvis joint at pelvis_position (any orientation, any pose)."""
+        return (np.asarray(pelvis_position, np.float32) - self.rest_joints(betas)[0]).astype(np.float32)
+
+
+@functools.cache
+def _cached(gender: str, model_dir: str | None, device: str) -> BodyModel:
+    return BodyModel(model_dir, gender, device)
+
+
+def get_body_model(gender: str = "neutral", device: str = "cpu") -> BodyModel:
+    """One BodyModel per (gender, ANONYMASK_SMPLH_DIR, device) per process."""
+    return _cached(gender, os.environ.get(ENV_SMPLH_DIR) or None, device)

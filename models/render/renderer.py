@@ -1,0 +1,217 @@
+"""Offscreen rendering of posed bodies: shaded colour, metric depth, per-body visible masks.
+
+One pyrender OffscreenRenderer (EGL) per process, resized through its viewport attributes:
+re-creating EGL contexts in one process is fragile, so everything goes through ``get_renderer``.
+Calls are serialised with a lock because a GL context is current in one thread at a time.
+
+Geometry is given in the OpenCV camera frame (x right, y down, z forward, metres). The scene's
+world frame IS that camera frame; the pyrender camera node carries the flip to OpenGL's
+convention (y up, looking down -z), so vertices are never copied to convert them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from anonymask.models.body.tracks import Camera
+
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+if not hasattr(np, "infty"):
+    np.infty = np.inf  # pyrender still uses np.infty (removed in numpy 2)
+
+import pyrender  # noqa: E402
+
+_CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])  # camera node pose: OpenCV world, OpenGL camera
+Z_NEAR, Z_FAR = 0.05, 200.0
+
+
+@dataclass
+class MeshSpec:
+    """One body to draw: camera-frame vertices, triangle faces, per-vertex uint8 colours."""
+
+    vertices: np.ndarray  # (V, 3) float
+    faces: np.ndarray  # (F, 3) int
+    vertex_colors: np.ndarray  # (V, 3|4) uint8
+
+
+@dataclass
+class RenderOutput:
+    rgb: np.ndarray  # (H, W, 3) uint8, black where no body
+    depth: np.ndarray  # (H, W) float32 metres along z, 0 where no body
+    masks: np.ndarray  # (N, H, W) bool, visible pixels of each body after occlusion
+    person_ids: np.ndarray  # (H, W) int16, -1 background else index into bodies
+
+
+class _NormalCache:
+    """Vertex normals as one sparse product (vertex-face incidence @ face normals), per topology."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._faces: np.ndarray | None = None
+        self._inc: sp.csr_matrix | None = None
+
+    def normals(self, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+        key = (faces.shape, vertices.shape[0], faces[:8].tobytes(), faces[-8:].tobytes())
+        if key != self._key or self._faces is None or not np.array_equal(self._faces, faces):
+            n_f = faces.shape[0]
+            rows = faces.reshape(-1)
+            cols = np.repeat(np.arange(n_f), 3)
+            self._inc = sp.csr_matrix((np.ones(rows.shape[0], np.float32), (rows, cols)),
+                                      shape=(vertices.shape[0], n_f))
+            self._faces, self._key = faces.copy(), key
+        v = vertices.astype(np.float32, copy=False)
+        fn = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+        vn = self._inc @ fn
+        vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-12)
+        return vn
+
+
+def _look_pose(direction: np.ndarray) -> np.ndarray:
+    """4x4 pose whose local -z points along direction (for pyrender directional lights)."""
+    d = direction / np.linalg.norm(direction)
+    z = -d
+    up = np.array([0.0, -1.0, 0.0]) if abs(d[1]) < 0.95 else np.array([1.0, 0.0, 0.0])
+    x = np.cross(up, z)
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    pose = np.eye(4)
+    pose[:3, 0], pose[:3, 1], pose[:3, 2] = x, y, z
+    return pose
+
+
+class Renderer:
+    """Renders lists of MeshSpec through the process-wide OffscreenRenderer."""
+
+    def __init__(self, width: int, height: int):
+        self._lock = threading.RLock()
+        self._normals: dict[int, _NormalCache] = {}
+        self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
+        self.width, self.height = int(width), int(height)
+        self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.full(3, 0.28))
+        self._cam = pyrender.IntrinsicsCamera(500.0, 500.0, 0.0, 0.0, znear=Z_NEAR, zfar=Z_FAR)
+        self._cam_node = self._scene.add(self._cam, pose=_CV_TO_GL)
+        # Key light from above-left of the camera, fill from the right, weak rim from behind.
+        for direction, strength in (((0.35, 0.55, 1.0), 2.2), ((-0.6, 0.1, 1.0), 0.9),
+                                    ((0.0, 0.3, -1.0), 0.6)):
+            light = pyrender.DirectionalLight(color=np.ones(3), intensity=strength)
+            self._scene.add(light, pose=_look_pose(np.array(direction)))
+        self._material = pyrender.MetallicRoughnessMaterial(
+            baseColorFactor=(1.0, 1.0, 1.0, 1.0), metallicFactor=0.0, roughnessFactor=0.85)
+        self._mesh_nodes: list[pyrender.Node] = []
+
+    # -- size ----------------------------------------------------------------------------------
+    def resize(self, width: int, height: int) -> None:
+        """Change the viewport (the EGL framebuffers are resized, the context is kept)."""
+        if (int(width), int(height)) != (self.width, self.height):
+            self._offscreen.viewport_width = int(width)
+            self._offscreen.viewport_height = int(height)
+            self.width, self.height = int(width), int(height)
+
+    # -- render --------------------------------------------------------------------------------
+    def render(self, bodies: list[MeshSpec], camera: Camera) -> RenderOutput:
+        """Draw the bodies seen by camera (OpenCV frame); empty list -> empty outputs."""
+        h, w = camera.height, camera.width
+        if not bodies:
+            return RenderOutput(np.zeros((h, w, 3), np.uint8), np.zeros((h, w), np.float32),
+                                np.zeros((0, h, w), bool), np.full((h, w), -1, np.int16))
+        with self._lock:
+            self.resize(w, h)
+            self._set_camera(camera)
+            seg_map = self._set_bodies(bodies)
+            color, _ = self._offscreen.render(self._scene, pyrender.RenderFlags.NONE)
+            seg, depth = self._offscreen.render(self._scene, pyrender.RenderFlags.SEG, seg_map)
+            self._clear_bodies()
+        ids = (seg[..., 0].astype(np.int32) | (seg[..., 1].astype(np.int32) << 8)) - 1
+        ids = ids.astype(np.int16)
+        masks = ids[None] == np.arange(len(bodies), dtype=np.int16)[:, None, None]
+        depth = np.where(ids >= 0, depth, 0.0).astype(np.float32)
+        # Anti-aliased fringes outside every mask are dropped so rgb is exactly black there.
+        rgb = np.where((ids >= 0)[..., None], color[..., :3], 0).astype(np.uint8)
+        return RenderOutput(rgb, depth, masks, ids)
+
+    def _set_camera(self, camera: Camera) -> None:
+        # pyrender's intrinsics use continuous coordinates (pixel i spans [i, i+1)); OpenCV's
+        # integer coordinates are pixel centres, hence the half-pixel shift.
+        self._cam.fx, self._cam.fy = camera.fx, camera.fy
+        self._cam.cx, self._cam.cy = camera.cx + 0.5, camera.cy + 0.5
+
+    def _set_bodies(self, bodies: list[MeshSpec]) -> dict:
+        seg_map = {}
+        for i, body in enumerate(bodies):
+            v = np.asarray(body.vertices, dtype=np.float32)
+            f = np.asarray(body.faces)
+            cache = self._normals.setdefault(f.shape[0], _NormalCache())
+            normals = cache.normals(v, f)
+            colors = np.asarray(body.vertex_colors)
+            if colors.shape[1] == 4:
+                colors = colors[:, :3]  # opaque bodies: alpha would switch pyrender to blending
+            prim = pyrender.Primitive(positions=v, normals=normals, color_0=colors,
+                                      indices=f.astype(np.uint32, copy=False), material=self._material,
+                                      mode=pyrender.constants.GLTF.TRIANGLES)
+            node = self._scene.add(pyrender.Mesh([prim]))
+            self._mesh_nodes.append(node)
+            code = i + 1
+            seg_map[node] = np.array([code & 255, (code >> 8) & 255, 0], dtype=np.float64)
+        return seg_map
+
+    def _clear_bodies(self) -> None:
+        for node in self._mesh_nodes:
+            self._scene.remove_node(node)
+        self._mesh_nodes = []
+
+
+_RENDERER: Renderer | None = None
+_CREATE_LOCK = threading.Lock()
+
+
+def get_renderer(width: int = 640, height: int = 480) -> Renderer:
+    """The process-wide renderer, resized to (width, height)."""
+    global _RENDERER
+    with _CREATE_LOCK:
+        if _RENDERER is None:
+            _RENDERER = Renderer(width, height)
+        else:
+            with _RENDERER._lock:
+                _RENDERER.resize(width, height)
+        return _RENDERER
+
+
+def render_sequence(body_model, tracks: list, avatars: list, camera: Camera) -> dict[str, np.ndarray]:
+    """Render T frames of several tracks: rgb (T,H,W,3), depth (T,H,W), masks (T,N,H,W).
+
+    tracks[i] is drawn with avatars[i]; a track whose valid[t] is False is left out of frame t
+    (its mask there is empty). All tracks must have the same number of frames.
+    """
+    if len(tracks) != len(avatars):
+        raise ValueError(f"render_sequence: {len(tracks)} tracks but {len(avatars)} avatars")
+    n = len(tracks)
+    t = tracks[0].num_frames if tracks else 0
+    for tr in tracks:
+        if tr.num_frames != t:
+            raise ValueError(f"render_sequence: track {tr.track_id} has {tr.num_frames} frames, expected {t}")
+    h, w = camera.height, camera.width
+    rgb = np.zeros((t, h, w, 3), np.uint8)
+    depth = np.zeros((t, h, w), np.float32)
+    masks = np.zeros((t, n, h, w), bool)
+    if t == 0 or n == 0:
+        return {"rgb": rgb, "depth": depth, "masks": masks}
+    renderer = get_renderer(w, h)
+    # The track's own betas shape the body (the caller chooses them, e.g. an avatar's betas);
+    # the avatar supplies the colours.
+    posed = [body_model.pose_track(tr).vertices for tr in tracks]
+    faces = body_model.faces
+    for f in range(t):
+        present = [i for i in range(n) if tracks[i].valid[f]]
+        if not present:
+            continue
+        specs = [MeshSpec(posed[i][f], faces, avatars[i].vertex_colors) for i in present]
+        out = renderer.render(specs, camera)
+        rgb[f], depth[f] = out.rgb, out.depth
+        for k, i in enumerate(present):
+            masks[f, i] = out.masks[k]
+    return {"rgb": rgb, "depth": depth, "masks": masks}
