@@ -8,7 +8,15 @@ import numpy as np
 
 from anonymask.models.segment.masks import as_alpha, uint8_scale
 
-FRAME_BLOCK = 16
+
+def nonzero_region(a: np.ndarray) -> tuple[slice, slice] | None:
+    """Bounding rows/cols of a 2-D array's non-zero pixels (None if all zero): work only there."""
+    nz = a > 0
+    rows = np.flatnonzero(nz.any(axis=1))
+    if rows.size == 0:
+        return None
+    cols = np.flatnonzero(nz.any(axis=0))
+    return slice(int(rows[0]), int(rows[-1]) + 1), slice(int(cols[0]), int(cols[-1]) + 1)
 
 
 def blend(base: np.ndarray, top: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -17,9 +25,15 @@ def blend(base: np.ndarray, top: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     Written as a weighted sum (not base + a * (top - base)) so that a == 0 gives ``base`` and a == 1
     gives ``top`` bit for bit: a fully synthetic pixel never carries a rounding trace of the real one.
     """
-    a = alpha[..., None] if alpha.ndim == base.ndim - 1 else alpha
-    out = (1.0 - a) * base.astype(np.float32) + a * np.asarray(top, np.float32)
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    a = np.asarray(alpha, np.float32)
+    if a.ndim == base.ndim - 1:
+        a = np.repeat(a[..., None], base.shape[-1], -1)  # explicit: broadcasting a trailing 1 is slow
+    out = base.astype(np.float32)
+    out *= 1.0 - a
+    out += a * np.asarray(top, np.float32)
+    np.rint(out, out=out)
+    np.clip(out, 0, 255, out=out)
+    return out.astype(np.uint8)
 
 
 def merge(
@@ -53,7 +67,9 @@ def merge(
             np.copyto(out, layer, where=mask[..., None])
             continue
         scale = uint8_scale(mask)
-        for t0 in range(0, x_dot.shape[0], FRAME_BLOCK):
-            sl = slice(t0, t0 + FRAME_BLOCK)
-            out[sl] = blend(out[sl], layer[sl], as_alpha(mask[sl], scale))
+        for t in range(x_dot.shape[0]):
+            a = as_alpha(mask[t], scale)
+            region = nonzero_region(a)
+            if region is not None:
+                out[t][region] = blend(out[t][region], layer[t][region], a[region])
     return out

@@ -79,9 +79,14 @@ def reintegrate(
         acc = out[t, r0:r1, c0:c1].astype(np.float32)
         for (rows, cols), values, a in pasted:
             sub = acc[rows.start - r0 : rows.stop - r0, cols.start - c0 : cols.stop - c0]
-            a3 = a[..., None]
-            sub[...] = (1.0 - a3) * sub + a3 * values
-        out[t, r0:r1, c0:c1] = np.clip(np.rint(acc), 0, 255).astype(np.uint8)
+            a3 = cv2.merge([a, a, a])  # numpy broadcasting over a trailing 1 is several times slower
+            # (1 - a) * sub + a * values, in place; exact at a == 0 and a == 1
+            values *= a3
+            sub *= 1.0 - a3
+            sub += values
+        np.rint(acc, out=acc)
+        np.clip(acc, 0, 255, out=acc)
+        out[t, r0:r1, c0:c1] = acc
     return out
 
 
@@ -134,25 +139,28 @@ def public_mask(
         scales = [uint8_scale(a) for a in alphas]
         public = np.zeros_like(synthetic)
         for t in range(t_len):
-            through = np.ones((h, w), np.float32)  # weight with which x_dot still shows
-            clean = np.ones((h, w), bool)  # every contributing crop is free of real pixels
+            pasted = []
             for j in range(len(alphas)):
                 res = paste_frame(real_crops[j][t], boxes[j][t], (h, w), interpolation)
-                if res is None:
-                    continue
-                region, real_pasted, valid = res
-                a = np.zeros((h, w), np.float32)
-                a[region] = as_alpha(np.asarray(alphas[j][t])[region], scales[j]) * valid
-                # crop j contributes a * (weight not hidden by later tracks); checked after the loop
-                contrib = a > 0
-                dirty = np.zeros((h, w), bool)
-                dirty[region] = real_pasted > 0
-                # a later fully-opaque track hides everything below it, earlier dirt included
-                full = a >= 1.0
-                clean[full] = True
-                clean &= ~(contrib & dirty)
-                through = (1.0 - a) * through
-            public[t] = (through == 0) & clean
+                if res is not None:
+                    region, real_pasted, valid = res
+                    a = as_alpha(np.asarray(alphas[j][t])[region], scales[j]) * valid
+                    pasted.append((region, real_pasted > 0, a))
+            if not pasted:
+                continue  # x_dot shows through everywhere: nothing public
+            r0 = min(p[0][0].start for p in pasted)
+            r1 = max(p[0][0].stop for p in pasted)
+            c0 = min(p[0][1].start for p in pasted)
+            c1 = max(p[0][1].stop for p in pasted)
+            through = np.ones((r1 - r0, c1 - c0), np.float32)  # weight with which x_dot still shows
+            clean = np.ones((r1 - r0, c1 - c0), bool)  # no contributing crop holds a real pixel
+            for (rows, cols), dirty, a in pasted:
+                sl = (slice(rows.start - r0, rows.stop - r0), slice(cols.start - c0, cols.stop - c0))
+                # a fully opaque crop hides everything composited before it, earlier dirt included
+                clean[sl] |= a >= 1.0
+                clean[sl] &= ~((a > 0) & dirty)
+                through[sl] *= 1.0 - a
+            public[t, r0:r1, c0:c1] = (through == 0) & clean
     if margin > 0:
         k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * margin + 1, 2 * margin + 1))
         public = np.stack([cv2.erode(f.view(np.uint8), k, borderType=cv2.BORDER_CONSTANT, borderValue=0) for f in public]).view(bool)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import cv2
 import numpy as np
-from scipy.ndimage import maximum_filter1d, uniform_filter1d
+from scipy.ndimage import uniform_filter1d
 
 MaskLike = np.ndarray
 
@@ -107,7 +107,13 @@ def unflicker(masks: np.ndarray, window: int, mode: str = "any") -> np.ndarray:
         return m
     size = 2 * int(window) + 1
     if mode == "any":
-        return maximum_filter1d(m.view(np.uint8), size=size, axis=0, mode="nearest").astype(bool)
+        # OR of the clip shifted by -B..B frames (truncated at the ends): whole-frame ops, far
+        # faster than a filter along the strided time axis for the small B used in practice.
+        out = m.copy()
+        for d in range(1, int(window) + 1):
+            np.logical_or(out[d:], m[:-d], out=out[d:])
+            np.logical_or(out[:-d], m[d:], out=out[:-d])
+        return out
     if mode == "majority":
         count = uniform_filter1d(m.astype(np.float32), size=size, axis=0, mode="constant") * size
         t = np.arange(m.shape[0])
@@ -146,9 +152,21 @@ def feather(masks: np.ndarray, sigma: float) -> np.ndarray:
     if sigma <= 0:
         return m.astype(np.float32)
     grown = grow(m, math.ceil(3 * sigma)).reshape((-1,) + m.shape[-2:])
-    out = np.empty(grown.shape, np.float32)
+    h, w = grown.shape[1:]
+    pad = math.ceil(4 * sigma) + 2  # the blur kernel's reach (OpenCV truncates float kernels at 4 sigma)
+    out = np.zeros(grown.shape, np.float32)
     for i, f in enumerate(grown):
-        out[i] = cv2.GaussianBlur(f.astype(np.float32), (0, 0), sigmaX=sigma, sigmaY=sigma)
+        rows = np.flatnonzero(f.any(axis=1))
+        if rows.size == 0:
+            continue
+        cols = np.flatnonzero(f.any(axis=0))
+        r0, r1 = max(0, rows[0] - pad), min(h, rows[-1] + 1 + pad)
+        c0, c1 = max(0, cols[0] - pad), min(w, cols[-1] + 1 + pad)
+        # Blur only the region the mask can reach. It is surrounded by >= kernel-radius zeros
+        # inside the frame and ends at the frame edge elsewhere, so OpenCV's reflect-101 border
+        # makes this equal to blurring the full frame.
+        roi = f[r0:r1, c0:c1].astype(np.float32)
+        out[i, r0:r1, c0:c1] = cv2.GaussianBlur(roi, (0, 0), sigmaX=sigma, sigmaY=sigma)
     out = out.reshape(m.shape)
     np.clip(out, 0.0, 1.0, out=out)
     out[m] = 1.0

@@ -123,3 +123,33 @@ def test_gt_segmenter_passes_masks_through():
         get_segmenter("gt", masks=m[:, :5]).segment(frames)
     with pytest.raises(ValueError):
         get_segmenter("nope")
+
+
+def test_feather_equals_full_frame_blur_of_grown_mask():
+    """Blurring only the mask's region must give the same alpha as blurring whole frames."""
+    import math
+
+    import cv2
+
+    m = np.zeros((3, 40, 50), bool)
+    m[0, 15:25, 20:30] = True  # in the middle
+    m[1, 0:12, 0:9] = True  # touching two frame edges
+    m[1, 30:40, 45:50] = True
+    sigma = 1.7
+    a = feather(m, sigma)
+    grown = grow(m, math.ceil(3 * sigma))
+    for t in range(3):
+        ref = cv2.GaussianBlur(grown[t].astype(np.float32), (0, 0), sigmaX=sigma, sigmaY=sigma)
+        ref = np.clip(ref, 0, 1)
+        ref[m[t]] = 1.0
+        assert np.allclose(a[t], ref, atol=1e-6), t
+
+
+def test_unflicker_any_matches_a_temporal_max_filter():
+    from scipy.ndimage import maximum_filter1d
+
+    rng = np.random.default_rng(5)
+    m = rng.random((11, 6, 7)) < 0.1
+    for b in (1, 2, 4):
+        ref = maximum_filter1d(m.view(np.uint8), size=2 * b + 1, axis=0, mode="nearest").astype(bool)
+        assert np.array_equal(unflicker(m, b), ref), b
