@@ -9,10 +9,12 @@ from anonymask.models.segment.backends import (
     register_segmenter,
 )
 from anonymask.models.segment.masks import (
+    PersonMasks,
     as_alpha,
     as_bool,
     as_full,
     assign_to_tracks,
+    build_person_masks,
     feather,
     grow,
     person_mask,
@@ -23,6 +25,6 @@ from anonymask.models.segment.masks import (
 
 __all__ = [
     "GroundTruthSegmenter", "MediapipeSegmenter", "Segmenter", "available_segmenters", "get_segmenter",
-    "register_segmenter", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
+    "register_segmenter", "PersonMasks", "build_person_masks", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
     "person_mask", "uint8_scale", "union_tracks", "unflicker",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -204,3 +205,43 @@ def assign_to_tracks(
         for k, j in enumerate(present):
             out[j, t] = (m[t] & near & (best == k)) | sil[j, t]
     return out
+
+
+@dataclass
+class PersonMasks:
+    """Everything later stages need from the segment stage.
+
+    hole: (T,H,W) bool, the grown, unflickered person mask q: inpaint exactly these pixels.
+    alpha: (T,H,W) float32, ``feather(hole)``: 1 on the hole, soft band outside it.
+    track_alphas: one (T,H,W) float32 per track (feathered share of the hole near that track's
+    silhouette): the reintegration alphas and, thresholded at > 0, the tubelet masks.
+    """
+
+    hole: np.ndarray
+    alpha: np.ndarray
+    track_alphas: list[np.ndarray]
+
+
+def build_person_masks(
+    prob: np.ndarray,
+    silhouettes: np.ndarray | Sequence[np.ndarray] | None = None,
+    threshold: float = 0.5,
+    window: int = 2,
+    grow_pixels: int = 5,
+    sigma: float = 2.0,
+    max_distance: float | None = None,
+) -> PersonMasks:
+    """segmentation (+ per-track silhouettes) -> person_mask -> unflicker -> grow -> feather, split per track.
+
+    The split assigns every hole pixel to the nearest track's (grown) silhouette, so the union of
+    the track masks is the hole wherever some track is near (see ``assign_to_tracks``).
+    """
+    m = person_mask(prob, silhouettes, threshold)
+    hole = grow(unflicker(m, window), grow_pixels)
+    alpha = feather(hole, sigma)
+    tracks: list[np.ndarray] = []
+    if silhouettes is not None:
+        sil = [silhouettes] if isinstance(silhouettes, np.ndarray) and silhouettes.ndim == 3 else list(silhouettes)
+        sil = [grow(unflicker(as_bool(s), window), grow_pixels) for s in sil]
+        tracks = [feather(t, sigma) for t in assign_to_tracks(hole, sil, max_distance)]
+    return PersonMasks(hole=hole, alpha=alpha, track_alphas=tracks)

@@ -153,3 +153,25 @@ def test_unflicker_any_matches_a_temporal_max_filter():
     for b in (1, 2, 4):
         ref = maximum_filter1d(m.view(np.uint8), size=2 * b + 1, axis=0, mode="nearest").astype(bool)
         assert np.array_equal(unflicker(m, b), ref), b
+
+
+def test_build_person_masks_chain_and_track_split():
+    from anonymask.models.segment import build_person_masks
+
+    t, h, w = 7, 40, 80
+    sil = np.zeros((2, t, h, w), bool)
+    sil[0, :, 10:30, 10:20] = True
+    sil[1, :, 10:30, 55:65] = True
+    prob = np.zeros((t, h, w), np.float32)
+    prob[:, 8:12, 12:18] = 0.9  # hair above person 0, found by segmentation only
+    prob[3] = 0.0  # segmentation flickers off for one frame
+    pm = build_person_masks(prob, sil, window=1, grow_pixels=2, sigma=1.0)
+    assert pm.hole.dtype == bool and pm.alpha.dtype == np.float32
+    assert pm.hole[3, 8, 14]  # unflicker kept the hair in the flickering frame
+    assert np.all(pm.alpha[pm.hole] == 1.0) and (pm.alpha > 0).sum() > pm.hole.sum()
+    assert len(pm.track_alphas) == 2
+    a0, a1 = pm.track_alphas
+    assert a0[3, 8, 14] == 1.0 and a1[3, 8, 14] == 0.0  # the hair goes to the nearest track
+    covered = (a0 >= 1) | (a1 >= 1)
+    assert np.array_equal(covered, pm.hole)  # every hole pixel belongs to a track here
+    assert build_person_masks(prob).track_alphas == []
