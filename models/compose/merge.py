@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import cv2
 import numpy as np
 
 from anonymask.models.segment.masks import as_alpha, uint8_scale
@@ -64,7 +65,8 @@ def merge(
         if layer.shape != x_dot.shape or mask.shape != x_dot.shape[:3]:
             raise ValueError(f"merge: render {layer.shape} / mask {mask.shape} do not match {x_dot.shape}")
         if mask.dtype == bool:
-            np.copyto(out, layer, where=mask[..., None])
+            for t in range(out.shape[0]):
+                cv2.copyTo(layer[t], mask[t].view(np.uint8), out[t])
             continue
         scale = uint8_scale(mask)
         for t in range(x_dot.shape[0]):
