@@ -9,6 +9,18 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and on a shared 2-core machine two OpenMP threads made
+    a refinement ~50x slower (spinning against other processes)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_weights(tmp_path_factory):
     from anonymask.models.refine.tiny import build_tiny_refiner_weights
@@ -25,7 +37,8 @@ def make_crop(num_frames: int, size: int = 64, seed: int = 0):
         phase = t / max(num_frames, 1)
         img = np.stack([np.sin(6 * xx + 3 * phase), np.cos(5 * yy - 2 * phase), np.sin(4 * (xx + yy))], -1)
         frames.append((127.5 + 120 * img + rng.normal(0, 3, img.shape)).clip(0, 255))
-        depth.append(255 * np.exp(-((xx - 0.3 - 0.4 * phase) ** 2 + (yy - 0.5) ** 2) * 8))
+        blob = 255 * np.exp(-((xx - 0.3 - 0.4 * phase) ** 2 + (yy - 0.5) ** 2) * 8)
+        depth.append(np.repeat(blob[..., None], 3, axis=-1))
         p = np.zeros((size, size, 3))
         p[int(size * (0.2 + 0.5 * phase)) : int(size * (0.3 + 0.5 * phase)), size // 4 : size // 2] = (255, 0, 0)
         pose.append(p)

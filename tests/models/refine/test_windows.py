@@ -14,7 +14,7 @@ from anonymask.models.refine.windows import (
     window_weights,
 )
 
-CASES = list(itertools.product([1, 5, 16, 17, 20, 33, 64, 101], [4, 16], [1, 2, 4], [(1,), (1, 2), (1, 2, 4)], [0, 3]))
+CASES = list(itertools.product([1, 16, 17, 20, 45, 101], [4, 16], [1, 4], [(1,), (1, 2), (1, 2, 4)], [0, 3]))
 
 
 @pytest.mark.parametrize("num_frames,window,stride,dilations,shift", CASES)
