@@ -7,8 +7,10 @@ point, clip spec, mask policy). They are computed once per clip and per input va
 instead of running the prefix.
 
 Variants: ``full`` (no token mask), ``private`` (token_keep = private tokens: the public ones are
-zeroed; MaskDP's private pass), ``public`` (token_keep = public tokens; MaskDP's public pass and
-FP-DP-style public features).
+zeroed; MaskDP's private pass), ``public`` (token_keep = public tokens; MaskDP's public pass, or
+FP-DP's public features), ``blur_<sigma>`` (the clip Gaussian-blurred per frame with that sigma
+in pixels, FP-DP's default public feature map psi). With a pixel mask, the per-clip public-token
+mask is stored too (``tokens``, (n, N_tokens) bool).
 
 Layout of a cache group: attrs (spec, feature shape, dtype, clip list), ``label`` (n,), one
 array per variant (n, *feature_shape) with one chunk per clip (shards of up to 64 clips), and
@@ -35,10 +37,49 @@ from anonymask.storage.clips import ClipDataset, Collate, make_loader
 from anonymask.storage.hashing import combine_hashes, config_hash
 from anonymask.storage.store import DatasetStore
 
-VARIANTS = ("full", "private", "public")
-FEATURE_KEYS = {"full": "features", "private": "features_private", "public": "features_public"}
+VARIANTS = ("full", "private", "public")  # plus "blur_<sigma>"
+TOKENS = "tokens"
 SHARD_CLIPS = 64
 _FORMAT = "action-prefix-features-v1"
+
+
+def feature_key(variant: str) -> str:
+    """Sample key of a variant's features: ``features`` (full) or ``features_<variant>``."""
+    return "features" if variant == "full" else f"features_{variant}"
+
+
+def blur_sigma(variant: str) -> float | None:
+    """The sigma of a ``blur_<sigma>`` variant (None for other variants)."""
+    if not variant.startswith("blur_"):
+        return None
+    try:
+        sigma = float(variant[5:])
+    except ValueError:
+        raise ValueError(f"bad blur variant {variant!r}: expected blur_<sigma>, e.g. blur_1.5") from None
+    if not sigma > 0:
+        raise ValueError(f"blur variant {variant!r} needs sigma > 0")
+    return sigma
+
+
+def check_variants(variants: Sequence[str]) -> None:
+    for v in variants:
+        if v not in VARIANTS and blur_sigma(v) is None:
+            raise ValueError(f"unknown feature variant {v!r}; choose from {VARIANTS} or blur_<sigma>")
+
+
+def variant_input(
+    x: torch.Tensor, variant: str, public_tokens: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The (clip, token_keep) pair the prefix sees for a variant."""
+    if variant == "full":
+        return x, None
+    if variant in ("private", "public"):
+        if public_tokens is None:
+            raise ValueError(f"variant {variant!r} needs a pixel mask (mask_source)")
+        return x, (public_tokens if variant == "public" else ~public_tokens)
+    from anonymask.models.privacy.fpdp import gaussian_blur_video
+
+    return gaussian_blur_video(x, blur_sigma(variant)), None
 
 
 def mask_policy(model: ActionModel, dataset: ClipDataset) -> dict[str, Any]:
@@ -99,11 +140,11 @@ class FeatureCache:
         self._group = g
 
     def complete_variants(self) -> list[str]:
+        """Variants (and ``tokens``) whose every clip is done."""
         out = []
-        for v in VARIANTS:
-            name = f"done_{v}"
-            if name in self._group and bool(np.asarray(self._group[name][...]).all()):
-                out.append(v)
+        for name in sorted(self._group.array_keys()):
+            if name.startswith("done_") and bool(np.asarray(self._group[name][...]).all()):
+                out.append(name[5:])
         return out
 
     def dataset(self, variants: Sequence[str] = ("full",)) -> CachedFeatureDataset:
@@ -130,10 +171,8 @@ def build_feature_cache(
     ``precision``: "float32" or "bfloat16" (autocast); default bfloat16 on CUDA, float32 on CPU.
     Train with the same precision in the uncached path if the two must agree bit for bit.
     """
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        raise ValueError(f"unknown cache variants {bad}; choose from {VARIANTS}")
-    if any(v != "full" for v in variants) and dataset.mask_source is None:
+    check_variants(variants)
+    if any(v in ("private", "public") for v in variants) and dataset.mask_source is None:
         raise ValueError("private/public variants need a dataset with a mask_source")
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     precision = precision or ("bfloat16" if device.type == "cuda" else "float32")
@@ -168,15 +207,20 @@ def build_feature_cache(
         g.create_array("label", shape=(n,), dtype="int64", chunks=(max(n, 1),))[...] = np.asarray(
             dataset.labels, dtype=np.int64
         )
+    variants = list(dict.fromkeys(variants))
+    with_tokens = dataset.mask_source is not None
+    if with_tokens:
+        variants.append(TOKENS)
     arrays, done = {}, {}
     for v in variants:
+        shape, dtype = ((model.num_tokens,), "bool") if v == TOKENS else (fshape, storage_dtype)
         if v not in g:
             g.create_array(
                 v,
-                shape=(n, *fshape),
-                dtype=storage_dtype,
-                chunks=(1, *fshape),
-                shards=(min(SHARD_CLIPS, max(n, 1)), *fshape),
+                shape=(n, *shape),
+                dtype=dtype,
+                chunks=(1, *shape),
+                shards=(min(SHARD_CLIPS, max(n, 1)), *shape),
                 compressors=ZstdCodec(level=1),
                 fill_value=0,
             )
@@ -198,16 +242,19 @@ def build_feature_cache(
                 pos += len(rows)
                 x = batch["video"].to(device, non_blocking=True)
                 keep_pub = None
-                if any(v != "full" for v in variants):
+                if with_tokens:
                     keep_pub = model_public_tokens(model, batch["pixel_public"].to(device))
                 for v in variants:
                     need = [j for j, r in enumerate(rows) if not flags[v][r]]
                     if not need:
                         continue
-                    keep = None if v == "full" else (keep_pub if v == "public" else ~keep_pub)
-                    with _autocast(device, precision):
-                        feats = prefix(x, keep)
-                    feats = feats.float().cpu().numpy().astype(storage_dtype)
+                    if v == TOKENS:
+                        feats = keep_pub.cpu().numpy()
+                    else:
+                        xv, keep = variant_input(x, v, keep_pub)
+                        with _autocast(device, precision):
+                            feats = prefix(xv, keep)
+                        feats = feats.float().cpu().numpy().astype(storage_dtype)
                     for j in need:
                         arrays[v][rows[j]] = feats[j]
                     for j in need:
@@ -225,13 +272,21 @@ def _collate(dataset: ClipDataset) -> Collate:
 
 
 class CachedFeatureDataset(Dataset):
-    """Cached prefix features per clip: dict(features[_private|_public], label, video_id, clip_index)."""
+    """Cached prefix features per clip.
+
+    Samples: dict(features[_<variant>] (float32), label, video_id, clip_index) and, when the
+    cache has them, ``public_tokens`` (N_tokens,) bool.
+    """
 
     def __init__(self, store_url: str, key: str, variants: Sequence[str] = ("full",)):
         self.store_url = str(store_url)
         self.key = key
-        self.variants = tuple(variants)
+        check_variants(variants)
         cache = FeatureCache(self.store_url, key)
+        self.with_tokens = TOKENS in cache.complete_variants()
+        self.variants = tuple(variants) + ((TOKENS,) if self.with_tokens else ())
+        self.num_tokens = int(cache._group[TOKENS].shape[1]) if self.with_tokens else 0
+        self.split = int(cache.attrs["split"])
         self.feature_shape = cache.feature_shape
         self.clips = [(vid, int(ci)) for vid, ci in cache.attrs["clips"]]
         self.labels = [int(v) for v in np.asarray(cache._group["label"][...])]
@@ -255,8 +310,10 @@ class CachedFeatureDataset(Dataset):
 
     def sample_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
         out: dict[str, tuple[tuple[int, ...], str]] = {
-            FEATURE_KEYS[v]: (self.feature_shape, "float32") for v in self.variants
+            feature_key(v): (self.feature_shape, "float32") for v in self.variants if v != TOKENS
         }
+        if self.with_tokens:
+            out["public_tokens"] = ((self.num_tokens,), "bool")
         out.update(label=((), "int64"), clip_index=((), "int64"), video_id=((), "str"))
         return out
 
@@ -264,7 +321,11 @@ class CachedFeatureDataset(Dataset):
         arrays = self._open()
         vid, ci = self.clips[i]
         out: dict[str, Any] = {
-            FEATURE_KEYS[v]: torch.from_numpy(np.asarray(arrays[v][i], dtype=np.float32)) for v in self.variants
+            feature_key(v): torch.from_numpy(np.asarray(arrays[v][i], dtype=np.float32))
+            for v in self.variants
+            if v != TOKENS
         }
+        if self.with_tokens:
+            out["public_tokens"] = torch.from_numpy(np.asarray(arrays[TOKENS][i], dtype=bool))
         out.update(label=self.labels[i], video_id=vid, clip_index=ci)
         return out

@@ -19,6 +19,7 @@ always runs in eval mode and without autograd, so the prefix is a pure function 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -225,6 +226,7 @@ class ActionModel(nn.Module):
             for p in m.parameters():
                 p.requires_grad_(True)
         self.trainable_set = which
+        self._split = self._find_split()
 
     def trainable_named_parameters(self) -> list[tuple[str, nn.Parameter]]:
         return [(n, p) for n, p in self.named_parameters() if p.requires_grad]
@@ -237,12 +239,17 @@ class ActionModel(nn.Module):
 
     # ------------------------------------------------------------------ split point
     def split_index(self) -> int:
-        """Stage index of the first trainable layer.
+        """Stage index of the first trainable layer (fixed by :meth:`set_trainable`).
 
         Stages: 0 = patch embedding (input: the video); 1+k = block k (input: tokens before
         block k); ``num_blocks+1`` = final norm (input: tokens after the last block);
-        ``num_blocks+2`` = head (input: the normalised class token).
+        ``num_blocks+2`` = head (input: the normalised class token). Computed once, so that
+        functional calls (torch.func, per-sample gradients) with swapped parameters see the same
+        split.
         """
+        return self._split
+
+    def _find_split(self) -> int:
         net = self.net
         stages: list[nn.Module] = [nn.ModuleList([net.conv_proj, net.pos_encoding]), *net.blocks, net.norm, net.head]
         for i, stage in enumerate(stages):
@@ -330,15 +337,22 @@ class ActionModel(nn.Module):
 
     def prefix_hash(self) -> str:
         """Content hash of the frozen prefix's parameters and buffers (what cached features depend on)."""
-        import hashlib
+        items = [(f"{i}.{k}", t) for i, m in enumerate(self.prefix_modules()) for k, t in m.state_dict().items()]
+        return _hash_tensors(items)
 
-        h = hashlib.blake2b(digest_size=16)
-        for m in self.prefix_modules():
-            for name, t in sorted(m.state_dict().items()):
-                h.update(name.encode())
-                h.update(str(tuple(t.shape)).encode())
-                h.update(t.detach().cpu().contiguous().float().numpy().tobytes())
-        return h.hexdigest()
+    def frozen_hash(self) -> str:
+        """Content hash of every frozen parameter and buffer (a checkpoint resumes only onto these)."""
+        trainable = {n for n, _ in self.trainable_named_parameters()}
+        return _hash_tensors([(k, t) for k, t in self.state_dict().items() if k not in trainable])
+
+
+def _hash_tensors(items: list[tuple[str, torch.Tensor]]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for name, t in sorted(items, key=lambda kv: kv[0]):
+        h.update(name.encode())
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.detach().cpu().contiguous().float().numpy().tobytes())
+    return h.hexdigest()
 
 
 def load_torchvision_state_dict(model: ActionModel, path: str | os.PathLike) -> None:

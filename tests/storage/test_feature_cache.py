@@ -12,10 +12,10 @@ from anonymask.models.action.synthetic import make_synthetic_store
 from anonymask.models.action.token_masks import model_public_tokens
 from anonymask.storage.clips import ClipDataset, Collate
 from anonymask.storage.feature_cache import (
-    FEATURE_KEYS,
     FeatureCache,
     build_feature_cache,
     cache_key,
+    feature_key,
 )
 from anonymask.storage.store import DatasetStore
 
@@ -55,7 +55,7 @@ def test_cached_and_uncached_paths_give_the_same_logits_and_gradients(store_url,
     ds = _dataset(store_url)
     cache = build_feature_cache(model, ds, variants=("full", "private", "public"), batch_size=5)
     assert cache.num_clips == len(ds) == 12
-    assert set(cache.complete_variants()) == {"full", "private", "public"}
+    assert set(cache.complete_variants()) == {"full", "private", "public", "tokens"}
     assert cache.feature_shape == feature_shape(model)
     cached = cache.dataset(("full", "private", "public"))
     idx = [0, 3, 7, 11]
@@ -65,10 +65,11 @@ def test_cached_and_uncached_paths_give_the_same_logits_and_gradients(store_url,
     tail = TrainableTail(model)
     keep_pub = model_public_tokens(model, vb["pixel_public"])
     assert keep_pub.any() and not keep_pub.all()
+    assert torch.equal(cb["public_tokens"], keep_pub)
     for variant, keep in [("full", None), ("private", ~keep_pub), ("public", keep_pub)]:
         logits = model(vb["video"], token_keep=keep)
         g_ref = _grads(model, logits, vb["label"])
-        logits_c = tail(cb[FEATURE_KEYS[variant]])
+        logits_c = tail(cb[feature_key(variant)])
         g_c = _grads(model, logits_c, cb["label"])
         torch.testing.assert_close(logits_c, logits, rtol=1e-5, atol=1e-5)
         for a, b in zip(g_c, g_ref):
@@ -126,6 +127,6 @@ def test_cache_resumes_only_missing_rows(store_url):
     build_feature_cache(model, ds, variants=("full",), batch_size=4, progress=lambda a, b: calls.append(b))
     assert calls == [1]
     assert (g["full"][2] == ref).all()
-    assert FeatureCache(store_url, cache.key).complete_variants() == ["full"]
+    assert FeatureCache(store_url, cache.key).complete_variants() == ["full", "tokens"]
     with pytest.raises(StoreError, match="lacks complete variants"):
         cache.dataset(("public",))

@@ -1,0 +1,430 @@
+"""Training loop of the action model for every mode (non-private, DP-SGD, MaskDP-SGD, FP-DP).
+
+The loop is mode-agnostic: a gradient strategy (strategies.py) turns each batch into final
+gradients, the trainer applies them with SGD (momentum, warmup + cosine schedule), evaluates,
+reports progress and writes resumable checkpoints. Only the trainable tail runs with autograd:
+when the prefix is frozen, clips go through it once per variant without gradients (or its
+features come from the store's cache, see storage/feature_cache.py), and the strategy sees the
+tail; when everything trains, the strategy sees the whole model and (clip, token_keep) pairs.
+
+Batches: fixed-size shuffled batches for the non-private mode; Poisson sampling with rate
+q = batch_size / N for the DP modes (batch_size is then the EXPECTED size; an empty batch is a
+valid step). Each epoch's order derives from (seed, epoch), so a resumed run repeats exactly
+what an uninterrupted one does. Noise draws come from the strategy's own generator, saved in the
+checkpoint with the accountant's ledger.
+
+Caveat on what is released: in the DP modes only the noisy gradients (and the model) are private
+releases; the trainer therefore reports no training loss/accuracy for them (computing those on
+private clips would be a non-private release). Evaluation metrics are computed on the eval split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from anonymask.models.action.metrics import classification_metrics
+from anonymask.models.action.mvit import ActionModel, ActionModelConfig
+from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
+from anonymask.models.action.strategies import STRATEGIES, StepBatch
+from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.storage.clips import make_loader
+from anonymask.storage.feature_cache import feature_key, variant_input
+
+CHECKPOINT_FORMAT = "anonymask-action-train-v1"
+MODES = tuple(STRATEGIES)
+
+
+@dataclass
+class TrainConfig:
+    mode: str = "nonprivate"
+    epochs: int = 10
+    batch_size: int = 128  # fixed (non-private) or expected (Poisson, DP modes) batch size
+    lr: float = 0.01
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    warmup_epochs: float = 1.0
+    min_lr_ratio: float = 0.0
+    seed: int = 0
+    num_workers: int = 0
+    device: str | None = None  # default: cuda when present, else cpu
+    amp: bool = True  # bf16 autocast on CUDA (ignored on CPU)
+    micro_batch: int | None = None  # bounds memory: micro-batches (non-private) / vmap chunks (DP)
+    eval_every: int = 1
+    eval_batch_size: int | None = None
+    log_every: int = 10
+    # DP modes
+    max_grad_norm: float = 1.0
+    noise_multiplier: float | None = None  # or calibrate from target_epsilon
+    target_epsilon: float | None = None
+    delta: float = 1e-5
+    accountant: str = "rdp"
+    noise_seed: int | None = None  # None: OS entropy (real runs); set for reproducible tests
+    # FP-DP
+    fpdp_k: int = 16
+    fpdp_refresh_every: int = 50
+    fpdp_psi: str = "blur_1"  # public feature map: "blur_<sigma>" or "public" (synthetic tokens only)
+    fpdp_public_weight: float = 1.0
+    fpdp_public_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown training mode {self.mode!r}; choose one of {MODES}")
+        if self.batch_size < 1 or self.epochs < 0:
+            raise ValueError("batch_size must be >= 1 and epochs >= 0")
+
+
+def _derived_seed(*parts: Any) -> int:
+    h = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(h[:8], "little") >> 1
+
+
+def _is_cached(dataset: Dataset) -> bool:
+    return hasattr(dataset, "feature_shape") and hasattr(dataset, "variants")
+
+
+def lr_lambda(step: int, warmup_steps: int, total_steps: int, min_ratio: float) -> float:
+    """Linear warmup to 1, then cosine decay to ``min_ratio`` at ``total_steps``."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    span = max(total_steps - warmup_steps, 1)
+    t = min(max(step - warmup_steps, 0) / span, 1.0)
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+
+
+class Trainer:
+    """``Trainer(model, train_data, config, eval_data=..., progress=...).fit(resume_from=None)``.
+
+    ``train_data``/``eval_data``: a ClipDataset (clips) or a CachedFeatureDataset (prefix features
+    from the store's cache; its split point must be the model's). ``public_data``: FP-DP's public
+    set (same kinds). ``progress(event)`` gets dicts with ``event`` = "step" or "epoch".
+    """
+
+    def __init__(
+        self,
+        model: ActionModel,
+        train_data: Dataset,
+        config: TrainConfig,
+        *,
+        eval_data: Dataset | None = None,
+        public_data: Dataset | None = None,
+        progress: Callable[[dict], None] | None = None,
+        checkpoint_path: str | os.PathLike | None = None,
+    ):
+        self.model = model
+        self.cfg = config
+        self.train_data = train_data
+        self.eval_data = eval_data
+        self.progress = progress
+        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
+        self.device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model.to(self.device)
+        self.split = model.split_index()
+        self.prefix = FrozenPrefix(model) if self.split > 0 else None
+        self.net: nn.Module = TrainableTail(model) if self.split > 0 else model
+        self.params = {n: p for n, p in self.net.named_parameters() if p.requires_grad}
+        if not self.params:
+            raise ValueError("the model has no trainable parameters")
+        for name, ds in (("train", train_data), ("eval", eval_data), ("public", public_data)):
+            if ds is not None and _is_cached(ds) and int(ds.split) != self.split:
+                raise ValueError(
+                    f"{name} features were cached at split {ds.split}, the model trains from split {self.split}"
+                )
+        self.num_samples = len(train_data)
+        self.num_classes = model.config.num_classes
+        if config.mode == "nonprivate":
+            self.steps_per_epoch = math.ceil(self.num_samples / config.batch_size)
+            self.sample_rate = None
+        else:
+            from anonymask.models.privacy.sampler import epochs_to_steps
+
+            self.sample_rate = min(config.batch_size / self.num_samples, 1.0)
+            self.steps_per_epoch = max(epochs_to_steps(1.0, self.sample_rate), 1)
+        self.total_steps = self.steps_per_epoch * config.epochs
+        self.optimizer = torch.optim.SGD(
+            list(self.params.values()), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        )
+        warmup = int(round(config.warmup_epochs * self.steps_per_epoch))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: lr_lambda(s, warmup, self.total_steps, config.min_lr_ratio)
+        )
+        self.strategy = self._build_strategy(public_data)
+        self.epoch = 0
+        self.step = 0
+        self.history: list[dict] = []
+
+    # ------------------------------------------------------------------ setup
+    def _autocast(self):
+        if self.cfg.amp and self.device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return nullcontext()
+
+    def _mask_source(self) -> str | None:
+        ds = self.train_data
+        if _is_cached(ds):
+            return ds.clip_spec.get("mask_source")
+        return getattr(ds, "mask_source", None)
+
+    def fingerprint(self) -> str:
+        from anonymask.models.privacy.report import dataset_fingerprint
+
+        ds = self.train_data
+        clips = [(c[0], int(c[1])) for c in ds.clips]
+        return dataset_fingerprint([(v, c, int(y)) for (v, c), y in zip(clips, ds.labels)])
+
+    def _build_strategy(self, public_data: Dataset | None):
+        cfg = self.cfg
+        cls = STRATEGIES[cfg.mode]
+        if cfg.mode == "nonprivate":
+            return cls(micro_batch=cfg.micro_batch)
+        sigma = cfg.noise_multiplier
+        if sigma is None:
+            if cfg.target_epsilon is None:
+                raise ValueError(f"mode {cfg.mode!r} needs noise_multiplier or target_epsilon")
+            from anonymask.models.privacy.accountant import sigma_for_epsilon
+
+            sigma = sigma_for_epsilon(self.sample_rate, self.total_steps, cfg.target_epsilon, cfg.delta, cfg.accountant)
+        if cfg.mode == "maskdp" and self._mask_source() is None:
+            raise ValueError("MaskDP needs a pixel mask: build the training data with mask_source 'r' (or 'q')")
+        mask_policy = None
+        if self._mask_source() is not None:
+            mask_policy = f"mask_source={self._mask_source()}; token public iff its whole patch is synthetic"
+        kw: dict[str, Any] = dict(
+            max_grad_norm=cfg.max_grad_norm,
+            noise_multiplier=float(sigma),
+            sample_rate=self.sample_rate,
+            num_samples=self.num_samples,
+            accountant=cfg.accountant,
+            delta=cfg.delta,
+            noise_seed=cfg.noise_seed,
+            chunk_size=cfg.micro_batch,
+            device=self.device,
+            mask_policy=mask_policy,
+            dataset_fingerprint=self.fingerprint(),
+        )
+        if cfg.mode == "fpdp":
+            if public_data is None:
+                raise ValueError("FP-DP needs public_data: the subspace is estimated from public samples only")
+            kw.update(
+                public_set=self._public_set(public_data),
+                k=cfg.fpdp_k,
+                refresh_every=cfg.fpdp_refresh_every,
+                psi_variant=cfg.fpdp_psi,
+                public_weight=cfg.fpdp_public_weight,
+            )
+        return cls(**kw)
+
+    def _public_set(self, public_data: Dataset):
+        n = min(self.cfg.fpdp_public_size, len(public_data))
+        shapes = public_data.sample_shapes() if hasattr(public_data, "sample_shapes") else None
+        from anonymask.storage.clips import Collate
+
+        raw = Collate(shapes)([public_data[i] for i in range(n)])
+        sb = self._step_batch(raw, ("full",))
+        return sb.inputs["full"], sb.y
+
+    # ------------------------------------------------------------------ batches
+    def _step_batch(self, raw: dict, variants: tuple[str, ...]) -> StepBatch:
+        y = raw["label"].to(self.device)
+        needs_tokens = any(v in ("private", "public") for v in variants)
+        inputs: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        pub = None
+        if "video" in raw:
+            x = raw["video"].to(self.device, non_blocking=True)
+            if needs_tokens:
+                pub = model_public_tokens(self.model, raw["pixel_public"].to(self.device))
+            for v in variants:
+                xv, keep = variant_input(x, v, pub)
+                if self.prefix is not None:
+                    with self._autocast():
+                        xv, keep = self.prefix(xv, keep), None
+                inputs[v] = (xv, keep)
+        else:
+            for v in variants:
+                key = feature_key(v)
+                if key not in raw:
+                    raise ValueError(f"the cached features lack variant {v!r} (build the cache with it)")
+                inputs[v] = (raw[key].to(self.device, non_blocking=True), None)
+            if needs_tokens:
+                if "public_tokens" not in raw:
+                    raise ValueError("the cached features carry no public-token masks")
+                pub = raw["public_tokens"].to(self.device)
+        return StepBatch(inputs, y, pub)
+
+    def _train_loader(self, epoch: int):
+        cfg = self.cfg
+        seed = _derived_seed(cfg.seed, "epoch", epoch)
+        if self.strategy.sampling == "poisson":
+            from anonymask.models.privacy.sampler import PoissonBatchSampler
+
+            sampler = PoissonBatchSampler(self.num_samples, self.sample_rate, steps=self.steps_per_epoch, seed=seed)
+            return make_loader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers)
+        return make_loader(
+            self.train_data, batch_size=cfg.batch_size, shuffle=True, seed=seed, num_workers=cfg.num_workers
+        )
+
+    # ------------------------------------------------------------------ loop
+    def fit(self, resume_from: str | os.PathLike | None = None, until_epoch: int | None = None) -> list[dict]:
+        """Train to ``config.epochs`` (or stop after ``until_epoch``; the schedule stays the full run's)."""
+        if resume_from is not None:
+            self.load_checkpoint(resume_from)
+        cfg = self.cfg
+        stop = cfg.epochs if until_epoch is None else min(until_epoch, cfg.epochs)
+        while self.epoch < stop:
+            epoch = self.epoch
+            # dropout / stochastic depth draw from the global generator: seeded per epoch, so a
+            # resumed run repeats the uninterrupted one exactly
+            torch.manual_seed(_derived_seed(cfg.seed, "torch", epoch))
+            self.model.train()
+            self.net.train()
+            loss_sum, correct, seen = 0.0, 0, 0
+            for raw in self._train_loader(epoch):
+                sb = self._step_batch(raw, self.strategy.variants)
+                with self._autocast():
+                    res = self.strategy(self.net, self.params, sb)
+                for name, p in self.params.items():
+                    p.grad = res.grads[name].detach().to(device=p.device, dtype=p.dtype)
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.scheduler.step()
+                self.step += 1
+                seen += res.count
+                if res.loss_sum is not None:
+                    loss_sum += res.loss_sum
+                    correct += int(res.correct or 0)
+                if self.progress is not None and (self.step % max(cfg.log_every, 1) == 0):
+                    self.progress(self._step_event(epoch, res))
+            self.epoch = epoch + 1
+            record: dict[str, Any] = {"epoch": self.epoch, "step": self.step, "samples": seen}
+            if self.cfg.mode == "nonprivate" and seen:
+                record.update(train_loss=loss_sum / seen, train_acc=correct / seen)
+            if self.eval_data is not None and (self.epoch % max(cfg.eval_every, 1) == 0 or self.epoch == cfg.epochs):
+                record["eval"] = self.evaluate(self.eval_data)
+            if self.strategy.sampling == "poisson":
+                record["epsilon"] = self.strategy.epsilon()
+            self.history.append(record)
+            if self.checkpoint_path is not None:
+                self.save_checkpoint(self.checkpoint_path)
+            if self.progress is not None:
+                self.progress(dict(record, event="epoch"))
+        return self.history
+
+    def _step_event(self, epoch: int, res) -> dict:
+        ev: dict[str, Any] = {
+            "event": "step",
+            "epoch": epoch,
+            "step": self.step,
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "batch_size": res.count,
+        }
+        if res.loss_sum is not None and res.count:
+            ev.update(loss=res.loss_sum / res.count, accuracy=(res.correct or 0) / res.count)
+        if self.strategy.sampling == "poisson":
+            ev["epsilon"] = self.strategy.epsilon()
+        ev.update(res.stats)
+        return ev
+
+    @torch.no_grad()
+    def predict(self, dataset: Dataset) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        """Logits, labels and video ids of every clip of ``dataset`` (eval mode, fixed order)."""
+        self.model.eval()
+        self.net.eval()
+        bs = self.cfg.eval_batch_size or self.cfg.batch_size
+        logits, labels, vids = [], [], []
+        for raw in make_loader(dataset, batch_size=bs, num_workers=self.cfg.num_workers):
+            sb = self._step_batch(raw, ("full",))
+            x, keep = sb.inputs["full"]
+            with self._autocast():
+                out = self.net(x) if keep is None else self.net(x, token_keep=keep)
+            logits.append(out.float().cpu())
+            labels.append(sb.y.cpu())
+            vids += list(raw["video_id"])
+        return torch.cat(logits), torch.cat(labels), vids
+
+    def evaluate(self, dataset: Dataset) -> dict:
+        logits, labels, vids = self.predict(dataset)
+        return classification_metrics(logits, labels, vids, self.num_classes)
+
+    # ------------------------------------------------------------------ privacy report
+    def privacy_report(self) -> dict:
+        if self.cfg.mode == "nonprivate":
+            from anonymask.models.privacy.report import PrivacyReport
+
+            return PrivacyReport.nonprivate(self.step, self.fingerprint()).to_dict()
+        return self.strategy.privacy_report()
+
+    # ------------------------------------------------------------------ checkpoints
+    def _model_names(self) -> dict[int, str]:
+        return {id(p): n for n, p in self.model.named_parameters()}
+
+    def state_dict(self) -> dict:
+        names = self._model_names()
+        np_state = np.random.get_state()
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "model_config": self.model.config.to_dict(),
+            "weights_id": self.model.weights_id,
+            "frozen_hash": self.model.frozen_hash(),
+            "trainable": {names[id(p)]: p.detach().cpu().clone() for p in self.params.values()},
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "strategy": self.strategy.state_dict(),
+            "epoch": self.epoch,
+            "step": self.step,
+            "history": self.history,
+            "train_config": asdict(self.cfg),
+            "privacy": self.privacy_report(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
+                "python": random.getstate(),
+            },
+        }
+
+    def save_checkpoint(self, path: str | os.PathLike) -> Path:
+        """Atomic write (temp file + rename): a crash never leaves a half checkpoint."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+        return path
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path}: not an action-training checkpoint")
+        if ActionModelConfig.from_dict(state["model_config"]).resolved() != self.model.config:
+            raise ValueError(f"{path}: checkpoint model config differs from this model's")
+        if state["frozen_hash"] != self.model.frozen_hash():
+            raise ValueError(f"{path}: checkpoint was trained on other frozen weights ({state['weights_id']})")
+        if state["train_config"].get("mode") != self.cfg.mode:
+            raise ValueError(f"{path}: checkpoint mode {state['train_config'].get('mode')!r} != {self.cfg.mode!r}")
+        own = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, t in state["trainable"].items():
+                own[name].copy_(t.to(own[name].device))
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.strategy.load_state_dict(state["strategy"])
+        self.epoch, self.step, self.history = int(state["epoch"]), int(state["step"]), list(state["history"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        if rng["cuda"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        n = rng["numpy"]
+        np.random.set_state((n[0], n[1].numpy().astype(np.uint32), *n[2:]))
+        random.setstate(rng["python"])
