@@ -27,7 +27,7 @@ import torch
 
 from anonymask.compat import ensure_torchvision
 from anonymask.models.refine.weights import RefineWeights, resolve_refine_weights
-from anonymask.models.refine.windows import WindowAccumulator, rolling_shift, window_schedule
+from anonymask.models.refine.windows import WEIGHTINGS, WindowAccumulator, rolling_shift, window_schedule
 
 CONDITION_KEYS = ("depth", "pose", "face")  # ControlNet order: depth, OpenPose, MediaPipe face
 
@@ -44,7 +44,9 @@ DEFAULT_PROMPT = "a realistic photo of a person, natural skin, natural clothes, 
 DEFAULT_NEGATIVE_PROMPT = "cartoon, 3d render, cgi, plastic, blurry, deformed, disfigured, low quality"
 
 _PIPELINES: dict[tuple[str, str, str], Any] = {}
+_RUN_LOCKS: dict[int, threading.Lock] = {}  # id(pipeline) -> lock: its scheduler holds per-run state
 _PIPELINES_LOCK = threading.Lock()
+_REFINERS: dict[tuple, AnimateDiffRefiner] = {}
 
 
 def default_device() -> torch.device:
@@ -64,14 +66,36 @@ def load_refine_pipeline(weights: RefineWeights, device: torch.device, dtype: to
     key = (weights.key(), str(device), str(dtype))
     with _PIPELINES_LOCK:
         if key not in _PIPELINES:
-            _PIPELINES[key] = _build_pipeline(weights, torch.device(device), dtype)
+            pipe = _build_pipeline(weights, torch.device(device), dtype)
+            _PIPELINES[key] = pipe
         return _PIPELINES[key]
 
 
+def _run_lock(pipe) -> threading.Lock:
+    with _PIPELINES_LOCK:
+        return _RUN_LOCKS.setdefault(id(pipe), threading.Lock())
+
+
 def clear_pipeline_cache() -> None:
-    """Forget loaded pipelines (tests; freeing GPU memory)."""
+    """Forget loaded pipelines and refiners (tests; freeing GPU memory)."""
     with _PIPELINES_LOCK:
         _PIPELINES.clear()
+        _RUN_LOCKS.clear()
+        _REFINERS.clear()
+
+
+def get_refiner(**kwargs: Any) -> AnimateDiffRefiner:
+    """One :class:`AnimateDiffRefiner` per distinct configuration per process (for task code).
+
+    ``kwargs`` are the constructor's (compared by their repr; lists as tuples).
+    """
+    key = tuple(sorted((k, repr(tuple(v) if isinstance(v, list) else v)) for k, v in kwargs.items()))
+    refiner = _REFINERS.get(key)
+    if refiner is None:
+        refiner = AnimateDiffRefiner(**kwargs)
+        with _PIPELINES_LOCK:
+            refiner = _REFINERS.setdefault(key, refiner)
+    return refiner
 
 
 def _build_pipeline(weights: RefineWeights, device: torch.device, dtype: torch.dtype):
@@ -193,6 +217,8 @@ class AnimateDiffRefiner:
             raise ValueError(f"controlnet_scales needs {len(CONDITION_KEYS)} values {CONDITION_KEYS}")
         if not 0.0 <= strength <= 1.0:
             raise ValueError(f"strength must be in [0, 1], got {strength}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
         window_schedule(window + 1, window, stride, window_dilations)  # validates the window settings
         self.device = torch.device(device) if device is not None else default_device()
         self.dtype = dtype or default_dtype(self.device)
@@ -209,6 +235,7 @@ class AnimateDiffRefiner:
         self.decode_chunk_size = int(decode_chunk_size)
         self.eta = float(eta)
         self.pipe = load_refine_pipeline(self.weights, self.device, self.dtype)
+        self._run_lock = _run_lock(self.pipe)
         max_frames = self.pipe.unet.config.motion_max_seq_length
         if self.window > max_frames:
             raise ValueError(f"window {self.window} exceeds the motion module's {max_frames} frames")
@@ -228,7 +255,7 @@ class AnimateDiffRefiner:
         if missing:
             raise ValueError(f"conditions lack {missing}; need {list(CONDITION_KEYS)}")
         conds = [_as_uint8_video(f"conditions[{k!r}]", conditions[k], frames.shape[:3]) for k in CONDITION_KEYS]
-        with torch.inference_mode():
+        with self._run_lock, torch.inference_mode():
             return self._refine(frames, conds, seed)
 
     # -- internals ----------------------------------------------------------------------------

@@ -165,3 +165,14 @@ def test_invalid_settings_raise(tiny_weights):
         AnimateDiffRefiner(tiny_weights, device="cpu", controlnet_scales=(1.0, 1.0))
     with pytest.raises(ValueError):
         AnimateDiffRefiner(tiny_weights, device="cpu", stride=20)
+    with pytest.raises(ValueError):
+        AnimateDiffRefiner(tiny_weights, device="cpu", weighting="gaussian")
+
+
+def test_get_refiner_caches_instances(tiny_weights):
+    from anonymask.models.refine.animatediff import get_refiner
+
+    a = get_refiner(weights_root=tiny_weights, device="cpu", controlnet_scales=[1.0, 1.0, 0.5])
+    assert get_refiner(weights_root=tiny_weights, device="cpu", controlnet_scales=(1.0, 1.0, 0.5)) is a
+    b = get_refiner(weights_root=tiny_weights, device="cpu", strength=0.3)
+    assert b is not a and b.pipe is a.pipe
