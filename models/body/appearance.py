@@ -250,9 +250,10 @@ class AppearanceBank:
             st = self._styles[i]
             rng = np.random.default_rng([self.seed, i, 7])
             colors = _dress(self.regions, st, rng)
-            attrs = dict(skin=st.skin.round().astype(int).tolist(), hair_style=st.hair_style,
-                         shirt=st.shirt.round().astype(int).tolist(), pattern=st.pattern, sleeves=st.sleeves,
-                         trousers=st.trousers.round().astype(int).tolist(), legs=st.legs)
+            rgb = lambda c: [int(x) for x in np.round(c)]  # noqa: E731
+            attrs = dict(skin=rgb(st.skin), hair=rgb(st.hair), hair_style=st.hair_style, shirt=rgb(st.shirt),
+                         shirt2=rgb(st.shirt2), pattern=st.pattern, sleeves=st.sleeves,
+                         trousers=rgb(st.trousers), legs=st.legs, shoes=rgb(st.shoes))
             self._avatars[i] = Avatar(i, f"avatar_{self.seed:02d}_{i:03d}_{st.gender}", st.betas.copy(),
                                       st.gender, colors, attrs)
         return self._avatars[i]

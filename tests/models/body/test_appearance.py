@@ -1,0 +1,85 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from anonymask.models.body.appearance import AppearanceBank
+from anonymask.models.body.model import get_body_model
+from anonymask.models.body.tracks import JOINT_INDEX as J
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return AppearanceBank(32, seed=0)
+
+
+def test_bank_has_32_valid_avatars(bank):
+    assert len(bank) == 32
+    avatars = list(bank)
+    assert len({a.name for a in avatars}) == 32
+    for a in avatars:
+        assert a.vertex_colors.shape == (6890, 3) and a.vertex_colors.dtype == np.uint8
+        assert a.betas.shape == (10,) and a.gender in ("neutral", "male", "female")
+    assert len({a.gender for a in avatars}) >= 2
+
+
+def test_avatars_are_pairwise_visibly_different(bank):
+    cols = np.stack([a.vertex_colors.astype(np.float64) for a in bank])
+    betas = np.stack([a.betas for a in bank])
+    worst = np.inf
+    for i in range(len(cols)):
+        for j in range(i + 1, len(cols)):
+            colour = np.abs(cols[i] - cols[j]).mean()  # mean absolute difference per channel (0-255)
+            shape = np.linalg.norm(betas[i] - betas[j])
+            worst = min(worst, colour + 10.0 * shape)
+            assert colour > 12.0, (i, j, colour)
+    assert worst > 15.0
+
+
+def test_bank_is_deterministic_and_seeded(bank):
+    again = AppearanceBank(32, seed=0)
+    other = AppearanceBank(32, seed=1)
+    for i in (0, 5, 31):
+        assert np.array_equal(again.avatar(i).vertex_colors, bank.avatar(i).vertex_colors)
+        assert np.array_equal(again.avatar(i).betas, bank.avatar(i).betas)
+    differs = [not np.array_equal(other.avatar(i).vertex_colors, bank.avatar(i).vertex_colors) for i in range(8)]
+    assert all(differs)
+
+
+def test_choose_is_stable_across_processes(bank):
+    keys = [f"video_{k}/track_{k % 3}" for k in range(40)]
+    here = [bank.choose(k).index for k in keys]
+    assert here == [bank.choose(k).index for k in keys]
+    assert len(set(here)) >= 15  # keys spread over the bank
+    code = ("from anonymask.models.body.appearance import AppearanceBank;"
+            f"b=AppearanceBank(32, seed=0); print([b.choose(k).index for k in {keys!r}])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "PYTHONHASHSEED": "123"})
+    assert out.stdout.strip().splitlines()[-1] == str(here)
+
+
+def test_clothing_regions_follow_the_body(bank):
+    model = get_body_model("neutral")
+    v, jt = model.v_template, model.rest_joints()
+    soles = v[:, 1] < v[:, 1].min() + 0.01
+    chest = (np.abs(v[:, 1] - jt[J["spine3"], 1]) < 0.03) & (v[:, 2] > 0.05) & (np.abs(v[:, 0]) < 0.08)
+    fingers = v[:, 0] > jt[J["left_middle2"], 0]
+    crown = v[:, 1] > v[:, 1].max() - 0.01
+    thigh = (np.abs(v[:, 1] - 0.5 * (jt[J["left_hip"], 1] + jt[J["left_knee"], 1])) < 0.02) & (v[:, 0] > 0.05)
+    assert min(soles.sum(), chest.sum(), fingers.sum(), crown.sum(), thigh.sum()) >= 5
+
+    def near(region, *rgbs, tol=40):
+        """Most of the region's vertices have one of the given colours (up to shading noise)."""
+        c = a.vertex_colors[region].astype(float)
+        close = [np.abs(c - np.array(rgb)).sum(1) < tol for rgb in rgbs]
+        return np.mean(np.any(close, axis=0)) > 0.8
+
+    for a in bank:
+        at = a.attributes
+        assert near(soles, at["shoes"])
+        assert near(fingers, at["skin"])  # hands are bare
+        assert near(chest, at["shirt"], at["shirt2"])
+        assert near(crown, at["skin"] if at["hair_style"] == "bald" else at["hair"])
+        if at["legs"] == "long":
+            assert near(thigh, at["trousers"])

@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+
+from anonymask.models.body.tracks import (
+    JOINT_NAMES,
+    PARENTS,
+    Camera,
+    SMPLHTrack,
+    axis_angle_to_rotmat,
+    upright_orient,
+)
+
+
+def test_joint_table_is_smplh():
+    assert len(JOINT_NAMES) == 52 and len(set(JOINT_NAMES)) == 52
+    assert len(PARENTS) == 52 and PARENTS[0] == -1
+    assert all(0 <= p < i for i, p in enumerate(PARENTS) if i > 0)  # topological order
+    assert JOINT_NAMES[20:22] == ("left_wrist", "right_wrist")
+    assert JOINT_NAMES[22] == "left_index1" and JOINT_NAMES[36] == "left_thumb3"
+    assert JOINT_NAMES[37] == "right_index1" and JOINT_NAMES[51] == "right_thumb3"
+    assert PARENTS[JOINT_NAMES.index("left_index1")] == JOINT_NAMES.index("left_wrist")
+    assert PARENTS[JOINT_NAMES.index("right_thumb1")] == JOINT_NAMES.index("right_wrist")
+    assert PARENTS[JOINT_NAMES.index("head")] == JOINT_NAMES.index("neck")
+
+
+def test_camera_projection_and_roundtrip():
+    cam = Camera(500.0, 480.0, 47.5, 35.5, 96, 72)
+    pts = np.array([[0.0, 0.0, 2.0], [0.2, -0.1, 4.0]])
+    uv = cam.project(pts)
+    assert np.allclose(uv[0], [47.5, 35.5])
+    assert np.allclose(uv[1], [47.5 + 500 * 0.05, 35.5 - 480 * 0.025])
+    hom = (cam.K @ pts.T).T
+    assert np.allclose(hom[:, :2] / hom[:, 2:], uv)
+    back = Camera.from_array(cam.to_array())
+    assert back == cam and isinstance(back.width, int)
+    half = cam.scaled(0.5)
+    assert half.width == 48 and np.allclose(half.project(pts), (uv + 0.5) * 0.5 - 0.5)
+
+
+def test_upright_orient_maps_canonical_axes_to_camera():
+    r = axis_angle_to_rotmat(upright_orient())
+    assert np.allclose(r @ [0, 1, 0], [0, -1, 0], atol=1e-6)  # body up -> image up (-y)
+    assert np.allclose(r @ [0, 0, 1], [0, 0, -1], atol=1e-6)  # body front -> towards camera
+    assert np.allclose(r @ [1, 0, 0], [1, 0, 0], atol=1e-6)  # body's left -> image right
+    back = axis_angle_to_rotmat(upright_orient(np.pi))
+    assert np.allclose(back @ [0, 0, 1], [0, 0, 1], atol=1e-6)  # seen from behind
+    assert np.allclose(back @ [0, 1, 0], [0, -1, 0], atol=1e-6)
+
+
+def _track(t=5):
+    rng = np.random.default_rng(0)
+    return SMPLHTrack(3, rng.normal(size=10), rng.normal(size=(t, 3)), rng.normal(size=(t, 63)),
+                      rng.normal(size=(t, 45)), rng.normal(size=(t, 45)), rng.normal(size=(t, 3)),
+                      np.array([True, False, True, True, False][:t]), "female")
+
+
+def test_track_roundtrip_and_slice():
+    tr = _track()
+    assert tr.num_frames == 5 and tr.body_pose.dtype == np.float32
+    arrays = tr.to_arrays()
+    assert all(isinstance(v, np.ndarray) and v.dtype.kind in "fbi" for v in arrays.values())
+    back = SMPLHTrack.from_arrays(3, arrays)
+    assert back.gender == "female" and back.track_id == 3
+    for k in ("betas", "global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl", "valid"):
+        assert np.array_equal(getattr(back, k), getattr(tr, k))
+    s = tr.slice(slice(1, 4))
+    assert s.num_frames == 3 and np.array_equal(s.valid, tr.valid[1:4])
+    assert np.array_equal(s.body_pose, tr.body_pose[1:4])
+    s2 = tr.slice(np.array([0, 4]))
+    assert np.array_equal(s2.transl, tr.transl[[0, 4]])
+
+
+def test_track_validates_shapes():
+    with pytest.raises(ValueError, match="frames"):
+        SMPLHTrack(0, np.zeros(10), np.zeros((4, 3)), np.zeros((3, 63)), np.zeros((4, 45)),
+                   np.zeros((4, 45)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="gender"):
+        SMPLHTrack.rest(0, 2, gender="robot")
+    assert SMPLHTrack.rest(1, 4).valid.all()
