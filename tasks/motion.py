@@ -1,0 +1,32 @@
+"""Stage ``motion`` (optional, off by default): a trained skeleton anonymizer changes each track's
+motion so avatars no longer carry the subject's gait. Disabled, it writes nothing and the render
+stage reads ``pose/`` unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.tasks.common import stage
+
+
+def motion_prefix(entry: VideoEntry) -> str:
+    """Where the render stage reads tracks: ``motion/`` when the stage changed them."""
+    from anonymask.storage.tracks_io import has_tracks
+
+    rec = entry.record("motion") or {}
+    return "motion" if rec.get("config", {}).get("enabled") and has_tracks(entry, "motion") else "pose"
+
+
+@stage("motion", deps=("pose4d",), backend=lambda c: "skeleton-anonymizer" if c.get("enabled") else "disabled")
+def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+    if not cfg.get("enabled"):
+        w.metric(motion_anonymized=False)
+        return
+    from anonymask.models.skeleton.pipeline_stage import anonymize_tracks
+    from anonymask.storage.tracks_io import read_tracks, write_tracks
+
+    tracks, camera = read_tracks(entry, "pose")
+    new_tracks, metrics = anonymize_tracks(tracks, cfg)
+    write_tracks(w, "motion", new_tracks, camera)
+    w.metric(motion_anonymized=True, **metrics)

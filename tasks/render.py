@@ -1,0 +1,56 @@
+"""Stage ``render``: one avatar per track for the whole video -> ``render/{rgb,depth,mask}``.
+
+Each track gets the avatar ``AppearanceBank.choose("<video>/<track>")`` (deterministic) and that
+avatar's body shape, so neither the person's look nor their body proportions reach the output.
+Also stores the avatar's projected joints and face points for the ControlNet conditions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks_io import read_tracks
+from anonymask.tasks.common import stage
+from anonymask.tasks.motion import motion_prefix
+
+
+@stage("render", deps=("pose4d", "motion"), backend=lambda c: "pyrender")
+def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+    from anonymask.models.body.appearance import AppearanceBank
+    from anonymask.models.body.landmarks import face_landmarks
+    from anonymask.models.body.model import get_body_model
+    from anonymask.models.render.renderer import render_sequence
+
+    tracks, camera = read_tracks(entry, motion_prefix(entry))
+    h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])
+    if (camera.height, camera.width) != (h, wd):
+        raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
+    bank = AppearanceBank(size=int(cfg.get("bank_size", 32)), seed=int(cfg.get("bank_seed", 0)))
+    avatars = [bank.choose(f"{entry.video_id}/{t.track_id}") for t in tracks]
+    for tr, av in zip(tracks, avatars):
+        tr.betas = np.asarray(av.betas, np.float32)
+    body = get_body_model()
+    out = render_sequence(body, tracks, avatars, camera)
+    t_len, n = out["masks"].shape[:2]
+    w.write("render/rgb", out["rgb"])
+    w.write("render/depth", out["depth"])
+    w.write("render/mask", out["masks"].any(axis=1))
+    w.write("render/track_masks", out["masks"])
+    face5_ids, face_ids = face_landmarks(body)
+    joints2d = np.full((t_len, n, 52, 2), np.nan, np.float32)
+    face5 = np.full((t_len, n, 5, 2), np.nan, np.float32)
+    face = np.full((t_len, n, len(face_ids), 2), np.nan, np.float32)
+    for j, tr in enumerate(tracks):
+        posed = body.pose_track(tr)
+        ok = tr.valid
+        joints2d[ok, j] = camera.project(posed.joints[ok])
+        face5[ok, j] = camera.project(posed.vertices[ok][:, face5_ids])
+        face[ok, j] = camera.project(posed.vertices[ok][:, face_ids])
+    w.write("render/joints2d", joints2d, frame_chunked=False)
+    w.write("render/face5_2d", face5, frame_chunked=False)
+    w.write("render/face_2d", face, frame_chunked=False)
+    w.write("render/avatar_ids", np.array([a.index for a in avatars], np.int32), frame_chunked=False)
+    w.metric(avatars=[int(a.index) for a in avatars], render_fraction=float(out["masks"].any(axis=1).mean()))
