@@ -44,12 +44,25 @@ History = Sequence[tuple[float, float, int]]
 # ----------------------------------------------------------------------------------------------
 # RDP of the Poisson-subsampled Gaussian mechanism
 # ----------------------------------------------------------------------------------------------
-def _log_a_integer(q: float, sigma: float, alpha: int) -> float:
-    """log A_alpha for integer alpha: a finite binomial sum, all terms positive."""
-    k = np.arange(alpha + 1, dtype=np.float64)
-    log_binom = special.gammaln(alpha + 1) - special.gammaln(k + 1) - special.gammaln(alpha - k + 1)
-    log_terms = log_binom + k * math.log(q) + (alpha - k) * math.log1p(-q) + (k * k - k) / (2 * sigma**2)
-    return float(special.logsumexp(log_terms))
+def _signed_logsumexp(log_abs: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise log|sum(sign * exp(log_abs))| and the sign of that sum (rows of a 2-D array)."""
+    top = np.max(np.where(sign != 0, log_abs, -np.inf), axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.sum(sign * np.exp(log_abs - top), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return top[:, 0] + np.log(np.abs(total)), np.sign(total)
+
+
+def _log_a_integer(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
+    """log A_alpha for integer orders: finite binomial sums, all terms positive (one row per order)."""
+    a = alphas[:, None]
+    k = np.arange(int(alphas.max()) + 1, dtype=np.float64)[None, :]
+    valid = k <= a
+    with np.errstate(invalid="ignore"):
+        log_binom = special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(np.where(valid, a - k, 0) + 1)
+    log_terms = log_binom + k * math.log(q) + (a - k) * math.log1p(-q) + (k * k - k) / (2 * sigma**2)
+    value, _ = _signed_logsumexp(np.where(valid, log_terms, -np.inf), valid.astype(np.float64))
+    return value
 
 
 def _log_erfc(x: np.ndarray) -> np.ndarray:
@@ -57,20 +70,24 @@ def _log_erfc(x: np.ndarray) -> np.ndarray:
     return math.log(2.0) + special.log_ndtr(-x * math.sqrt(2.0))
 
 
-def _log_a_fractional(q: float, sigma: float, alpha: float) -> float:
-    """log A_alpha for fractional alpha: the two infinite series of MTZ19, Sec. 3.3.
+def _log_a_fractional(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
+    """log A_alpha for fractional orders: the two infinite series of MTZ19, Sec. 3.3.
 
     The generalised binomial coefficients change sign for i > alpha + 1, so terms are summed
-    with their signs; terms are generated in growing blocks until they fall below the cutoff.
+    with their signs; terms are generated in growing blocks until the last ones fall below the
+    cutoff (orders that need more terms get them; the others are done).
     """
     z0 = sigma**2 * math.log(1.0 / q - 1.0) + 0.5
+    out = np.empty(len(alphas), dtype=np.float64)
+    todo = np.arange(len(alphas))
     n = 512
-    while True:
-        i = np.arange(n, dtype=np.float64)
-        ratio = (alpha - i[:-1]) / (i[:-1] + 1.0)  # b_{i+1} / b_i
-        log_abs_binom = np.concatenate([[0.0], np.cumsum(np.log(np.abs(ratio)))])
-        sign = np.concatenate([[1.0], np.cumprod(np.sign(ratio))])
-        j = alpha - i
+    while todo.size:
+        a = alphas[todo][:, None]
+        i = np.arange(n, dtype=np.float64)[None, :]
+        ratio = (a - i[:, :-1]) / (i[:, :-1] + 1.0)  # b_{i+1} / b_i
+        log_abs_binom = np.concatenate([np.zeros_like(a), np.cumsum(np.log(np.abs(ratio)), axis=1)], axis=1)
+        sign = np.concatenate([np.ones_like(a), np.cumprod(np.sign(ratio), axis=1)], axis=1)
+        j = a - i
         first = (
             log_abs_binom
             + i * math.log(q)
@@ -85,15 +102,18 @@ def _log_a_fractional(q: float, sigma: float, alpha: float) -> float:
             + (j * j - j) / (2 * sigma**2)
             + _log_erfc((z0 - j) / (math.sqrt(2.0) * sigma))
         )
-        tail = max(first[-1], second[-1])
-        if tail < _SERIES_LOG_CUTOFF or n >= _SERIES_MAX_TERMS:
-            break
+        done = (np.maximum(first[:, -1], second[:, -1]) < _SERIES_LOG_CUTOFF) | (n >= _SERIES_MAX_TERMS)
+        if done.any():
+            value, value_sign = _signed_logsumexp(
+                np.concatenate([first[done], second[done]], axis=1) - math.log(2.0),
+                np.concatenate([sign[done], sign[done]], axis=1),
+            )
+            if np.any(value_sign <= 0):  # impossible for valid inputs (A >= 1): never return garbage
+                raise ArithmeticError(f"RDP series did not converge (q={q}, sigma={sigma})")
+            out[todo[done]] = value
+        todo = todo[~done]
         n *= 4
-    log_terms = np.concatenate([first, second]) - math.log(2.0)
-    value, value_sign = special.logsumexp(log_terms, b=np.concatenate([sign, sign]), return_sign=True)
-    if value_sign <= 0:  # cannot happen for valid inputs (A >= 1); guard against silent garbage
-        raise ArithmeticError(f"RDP series did not converge (q={q}, sigma={sigma}, alpha={alpha})")
-    return float(value)
+    return out
 
 
 def rdp_sampled_gaussian(q: float, sigma: float, orders: Iterable[float] = DEFAULT_ORDERS) -> np.ndarray:
@@ -102,22 +122,24 @@ def rdp_sampled_gaussian(q: float, sigma: float, orders: Iterable[float] = DEFAU
     ``sigma`` is the noise multiplier: noise std divided by the L2 sensitivity (clip norm C).
     """
     _check_rate_and_noise(q, sigma)
-    out = []
-    for alpha in orders:
-        alpha = float(alpha)
-        if alpha <= 1:
-            raise ValueError(f"Renyi order must be > 1, got {alpha}")
-        if q == 0:
-            out.append(0.0)
-        elif sigma == 0 or math.isinf(alpha):
-            out.append(math.inf)
-        elif q == 1:
-            out.append(alpha / (2 * sigma**2))
-        elif alpha.is_integer():
-            out.append(_log_a_integer(q, sigma, int(alpha)) / (alpha - 1))
-        else:
-            out.append(_log_a_fractional(q, sigma, alpha) / (alpha - 1))
-    return np.asarray(out, dtype=np.float64)
+    alphas = np.asarray([float(a) for a in orders], dtype=np.float64)
+    if np.any(alphas <= 1):
+        raise ValueError(f"Renyi orders must be > 1, got {alphas[alphas <= 1].tolist()}")
+    if q == 0:
+        return np.zeros_like(alphas)
+    if sigma == 0:
+        return np.full_like(alphas, math.inf)
+    if q == 1:
+        return alphas / (2 * sigma**2)
+    out = np.full_like(alphas, math.inf)  # infinite orders stay inf
+    finite = np.isfinite(alphas)
+    integer = finite & (alphas == np.round(alphas))
+    fractional = finite & ~integer
+    if integer.any():
+        out[integer] = _log_a_integer(q, sigma, alphas[integer]) / (alphas[integer] - 1)
+    if fractional.any():
+        out[fractional] = _log_a_fractional(q, sigma, alphas[fractional]) / (alphas[fractional] - 1)
+    return out
 
 
 def rdp_to_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> tuple[float, float]:

@@ -51,7 +51,7 @@ def test_rdp_matches_its_definition(q, sigma, alpha):
 def test_rdp_curve_matches_opacus(q, sigma):
     from opacus.accountants.analysis import rdp as opacus_rdp
 
-    orders = list(acc.DEFAULT_ORDERS)
+    orders = [1.1, 1.5, 1.8, 2.0, 2.3, 3.7, 5.0, 8.5, 10.9, 12, 32, 63]  # Opacus' loop is slow on all
     ref = opacus_rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=orders)
     np.testing.assert_allclose(acc.rdp_sampled_gaussian(q, sigma, orders), ref, rtol=1e-6)
 
@@ -235,4 +235,5 @@ def test_accountant_ledger_and_checkpoint_roundtrip():
     restored.load_state_dict(ledger.state_dict())
     assert restored.accountant == "rdp"
     assert restored.epsilon(1e-5) == eps
-    assert restored.epsilon(1e-5, accountant="pld") < eps
+    restored.step(0.02, 1.5)
+    assert restored.history[-1] == (0.02, 1.5, 301) and restored.epsilon(1e-5) > eps
