@@ -41,6 +41,25 @@ DM_JOINTS: tuple[str, ...] = (
 DM_HINGES = frozenset({"right_knee", "right_elbow", "left_knee", "left_elbow"})
 FRAME_WIDTH = 1 + 3 + 4 + sum(1 if j in DM_HINGES else 4 for j in DM_JOINTS)  # 44
 CLIP_PREFIX = "humanoid3d_"
+#: joint -> (parent, offset from the parent joint in the parent's frame, metres), from humanoid.urdf
+#: at pybullet's globalScaling 0.25. "root" is the pelvis; wrists are fixed end points.
+DM_SKELETON: dict[str, tuple[str, tuple[float, float, float]]] = {
+    "chest": ("root", (0.0, 0.944604, 0.0)),
+    "neck": ("chest", (0.0, 0.895576, 0.0)),
+    "right_hip": ("root", (0.0, 0.0, 0.339548)),
+    "right_knee": ("right_hip", (0.0, -1.686184, 0.0)),
+    "right_ankle": ("right_knee", (0.0, -1.639480, 0.0)),
+    "right_shoulder": ("chest", (-0.0962, 0.974, 0.73244)),
+    "right_elbow": ("right_shoulder", (0.0, -1.099152, 0.0)),
+    "right_wrist": ("right_elbow", (0.0, -1.035788, 0.0)),
+    "left_hip": ("root", (0.0, 0.0, -0.339548)),
+    "left_knee": ("left_hip", (0.0, -1.686184, 0.0)),
+    "left_ankle": ("left_knee", (0.0, -1.639480, 0.0)),
+    "left_shoulder": ("chest", (-0.0962, 0.974, -0.73244)),
+    "left_elbow": ("left_shoulder", (0.0, -1.099152, 0.0)),
+    "left_wrist": ("left_elbow", (0.0, -1.035788, 0.0)),
+}
+DM_SCALE = 0.25
 
 
 def motions_dir() -> Path:
@@ -53,7 +72,7 @@ def motions_dir() -> Path:
 
 
 def available_clips() -> list[str]:
-    """Short names of the humanoid clips, e.g. ``["backflip", ..., "walk"]``."""
+    """Short names of the captured humanoid clips, e.g. ``["backflip", ..., "walk"]``."""
     return sorted(p.stem[len(CLIP_PREFIX):] for p in motions_dir().glob(f"{CLIP_PREFIX}*.txt"))
 
 
@@ -187,6 +206,20 @@ class MotionClip:
         return self.sample(t, fps=fps)
 
 
+def forward_kinematics(frames: MotionFrames) -> dict[str, np.ndarray]:
+    """World positions (T,3) of the DeepMimic joints (and wrists) for posed frames: the capture's
+    own skeleton, the reference the retargeted SMPL-H body is checked against."""
+    world_rot = {"root": frames.root_rot}
+    pos = {"root": frames.root_pos}
+    for joint, (parent, offset) in DM_SKELETON.items():
+        pos[joint] = pos[parent] + quat_rotate(world_rot[parent], DM_SCALE * np.asarray(offset))
+        if joint in DM_JOINTS:
+            world_rot[joint] = quat_mul(world_rot[parent], frames.joint_rot[:, DM_JOINTS.index(joint)])
+        else:
+            world_rot[joint] = world_rot[parent]
+    return pos
+
+
 def parse_frames(frames: np.ndarray, name: str, loop: bool) -> MotionClip:
     """Keyframe rows of a DeepMimic humanoid file -> :class:`MotionClip`."""
     frames = np.asarray(frames, dtype=np.float64)
@@ -241,8 +274,36 @@ def _load_cached(path: str) -> MotionClip:
     return parse_frames(frames, name, loop=str(doc.get("Loop", "none")).lower() == "wrap")
 
 
+STAND = "stand"
+
+
+@lru_cache(maxsize=1)
+def stand_clip() -> MotionClip:
+    """The one clip not captured: quiet standing with a slow sway (4 s loop), for the passive
+    partner of a two-person action."""
+    times = np.arange(0.0, 4.0 + 1e-9, 0.25)
+    ph = 2 * np.pi * times / 4.0
+    x, y, z = np.eye(3)
+    root_pos = np.stack([0.01 * np.sin(ph), np.full_like(ph, 0.87), 0.015 * np.sin(2 * ph)], axis=1)
+    root_rot = quat_mul(quat_about(y, 0.04 * np.sin(ph)), quat_about(x, 0.02 * np.sin(ph)))
+    joint = {j: np.tile([0.0, 0.0, 0.0, 1.0], (len(times), 1)) for j in DM_JOINTS}
+    joint["chest"] = quat_about(z, -0.03 + 0.015 * np.sin(ph + 1.0))  # slight forward lean, breathing
+    joint["neck"] = quat_about(z, -0.05 + 0.02 * np.sin(ph + 2.0))
+    for side, sign in (("right", -1.0), ("left", 1.0)):
+        # arms: a little forward and out; elbows and knees a little bent
+        joint[f"{side}_shoulder"] = quat_mul(quat_about(x, sign * 0.12), quat_about(z, 0.10))
+        joint[f"{side}_elbow"] = quat_about(z, np.full_like(ph, 0.25))
+        joint[f"{side}_knee"] = quat_about(z, np.full_like(ph, -0.06))
+        joint[f"{side}_hip"] = quat_about(z, np.full_like(ph, 0.03))
+    joint_rot = np.stack([np.broadcast_to(joint[j], (len(times), 4)) for j in DM_JOINTS], axis=1)
+    return MotionClip(STAND, times, root_pos, quat_normalize(root_rot), quat_normalize(joint_rot), True)
+
+
 def load_clip(name: str | Path) -> MotionClip:
-    """A clip by short name (``"walk"``) or by path to a DeepMimic humanoid motion file."""
+    """A clip by short name (``"walk"``, or ``"stand"``: see :func:`stand_clip`) or by path to a
+    DeepMimic humanoid motion file."""
+    if name == STAND:
+        return stand_clip()
     p = Path(name)
     if not p.suffix:
         p = motions_dir() / f"{CLIP_PREFIX}{name}.txt"
