@@ -102,16 +102,18 @@ def _model_spec(model: ActionModel) -> dict[str, Any]:
 def cache_key(
     model: ActionModel, dataset: ClipDataset, *, precision: str = "float32", split: int | None = None
 ) -> str:
-    """Hash of (prefix weights, model config, split point, clip spec, mask policy, precision)."""
+    """Hash of (prefix weights, model config, split point, clip spec + clip list, mask policy, precision)."""
     split = model.split_index() if split is None else split
     spec = dict(dataset.spec())
     spec.pop("store", None)  # the cache lives in that store; moving it must not invalidate it
+    clips = [[vid, int(ci), int(start)] for vid, ci, start, *_ in dataset.clips]
     return combine_hashes(
         _FORMAT,
         model.prefix_hash(),
         config_hash(_model_spec(model)),
         str(split),
         config_hash(spec),
+        config_hash(clips),
         config_hash(mask_policy(model, dataset)),
         precision,
     )

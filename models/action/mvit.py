@@ -293,7 +293,8 @@ class ActionModel(nn.Module):
                 raise ValueError(
                     f"token_keep must be (B, N_tokens)=({b}, {self.num_tokens}), got {tuple(token_keep.shape)}"
                 )
-            z = z * token_keep.reshape(b, 1, *self.token_grid).to(z.dtype)
+            # exact zeros (not a product): nothing of a dropped patch, not even inf/NaN, survives
+            z = z.masked_fill(~token_keep.reshape(b, 1, *self.token_grid).bool(), 0.0)
         z = z.flatten(2).transpose(1, 2)
         return self.net.pos_encoding(z)
 

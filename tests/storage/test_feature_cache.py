@@ -109,6 +109,8 @@ def test_cache_key_depends_on_weights_spec_and_mask_policy(store_url):
     assert k != cache_key(m1, _dataset(store_url, clips_per_video=1))
     assert k != cache_key(m1, ClipDataset(store_url, "xsub", "train", "rend_diff", None, clip_len=8,
                                           frame_stride=1, size=(32, 32), clips_per_video=2))
+    assert k != cache_key(m1, ClipDataset(store_url, "xsub", "train", "rend_diff", "r", clip_len=8, frame_stride=1,
+                                          size=(32, 32), clips_per_video=2, video_ids=["train_c0_v0"]))
     m1.set_trainable("head")
     assert k != cache_key(m1, ds)  # other split point
 

@@ -1,0 +1,178 @@
+"""The DP modes wired into the trainer: same numbers as models/privacy on the full model,
+invariant 2 at the model level, and tiny end-to-end runs per mode (clips and cached features)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from anonymask.models.action.mvit import build_action_model
+from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
+from anonymask.models.action.strategies import DPSGD, FPDP, MaskDP, StepBatch
+from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.models.action.trainer import TrainConfig, Trainer
+from anonymask.models.privacy.clipping import summed_grads
+from anonymask.models.privacy.dpsgd import dpsgd_gradients
+from anonymask.models.privacy.maskdp import maskdp_gradients
+from anonymask.storage.clips import ClipDataset, Collate
+from anonymask.storage.feature_cache import build_feature_cache
+
+CLIP = dict(clip_len=8, frame_stride=1, size=(32, 32), clips_per_video=1)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    url = str(tmp_path_factory.mktemp("dp") / "syn.zarr")
+    make_synthetic_store(url, num_classes=3, videos_per_class={"train": 4, "test": 2}, frames=10, size=(32, 32))
+    train = ClipDataset(url, "xsub", "train", "rend_diff", "r", **CLIP)
+    test = ClipDataset(url, "xsub", "test", "rend_diff", "r", **CLIP)
+    return train, test
+
+
+def _batch(ds, idx):
+    return Collate(ds.sample_shapes())([ds[i] for i in idx])
+
+
+def _kw(n, seed=0):
+    return dict(max_grad_norm=0.5, noise_multiplier=0.8, sample_rate=0.25, num_samples=n, noise_seed=seed)
+
+
+def _close(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6, msg=k)
+
+
+def test_maskdp_and_dpsgd_on_prefix_features_equal_the_privacy_functions_on_clips(data):
+    train, _ = data
+    model = build_action_model(3, arch="tiny", seed=5)
+    model.eval()
+    raw = _batch(train, [0, 3, 5, 8, 11])
+    x, y = raw["video"], raw["label"]
+    pub = model_public_tokens(model, raw["pixel_public"])
+    assert pub.any(1).any() and (~pub).any(1).all()
+    prefix, tail = FrozenPrefix(model), TrainableTail(model).eval()
+    tail_params = {n: p for n, p in tail.named_parameters() if p.requires_grad}
+    full_params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    rename = {id(p): n for n, p in full_params.items()}
+
+    ref = maskdp_gradients(model, full_params, x, y, pub, 0.5, 0.8, 12 * 0.25,
+                           generator=torch.Generator().manual_seed(3))
+    sb = StepBatch({"private": (prefix(x, ~pub), None), "public": (prefix(x, pub), None)}, y, pub)
+    got = MaskDP(**_kw(12, seed=3))(tail, tail_params, sb).grads
+    _close({rename[id(tail_params[n])]: g for n, g in got.items()}, ref)
+
+    ref = dpsgd_gradients(model, full_params, x, y, 0.5, 0.8, 3.0, generator=torch.Generator().manual_seed(4))
+    got = DPSGD(**_kw(12, seed=4))(tail, tail_params, StepBatch({"full": (prefix(x), None)}, y)).grads
+    _close({rename[id(tail_params[n])]: g for n, g in got.items()}, ref)
+
+
+def test_maskdp_with_everything_trainable_uses_token_keep_on_clips(data):
+    train, _ = data
+    model = build_action_model(3, arch="tiny", seed=6, trainable="all")
+    model.eval()
+    raw = _batch(train, [1, 2, 4])
+    x, y = raw["video"], raw["label"]
+    pub = model_public_tokens(model, raw["pixel_public"])
+    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    ref = maskdp_gradients(model, params, x, y, pub, 1.0, 0.5, 3.0, generator=torch.Generator().manual_seed(1))
+    sb = StepBatch({"private": (x, ~pub), "public": (x, pub)}, y, pub)
+    kw = dict(_kw(12, seed=1), max_grad_norm=1.0, noise_multiplier=0.5)
+    _close(MaskDP(**kw)(model, params, sb).grads, ref)
+
+
+def test_public_gradient_ignores_private_pixels_bit_for_bit(data):
+    """Privacy invariant 2 through the real model: prefix features and the public-pass gradient."""
+    train, _ = data
+    model = build_action_model(3, arch="tiny", seed=7)
+    model.eval()
+    raw = _batch(train, [0, 1, 2, 3])
+    x, y, pix = raw["video"], raw["label"], raw["pixel_public"]
+    pub = model_public_tokens(model, pix)
+    x2 = x.clone()
+    private = (~pix)[:, None].expand_as(x)
+    x2[private] = torch.randn(int(private.sum())) * 5
+    x2[0, 0, 0, 0, 0] = float("nan") if not pix[0, 0, 0, 0] else x2[0, 0, 0, 0, 0]
+    prefix, tail = FrozenPrefix(model), TrainableTail(model)
+    params = {n: p for n, p in tail.named_parameters() if p.requires_grad}
+    f1, f2 = prefix(x, pub), prefix(x2, pub)
+    assert torch.equal(f1, f2)
+    g1 = summed_grads(tail, f1, y, params)
+    g2 = summed_grads(tail, f2, y, params)
+    assert all(torch.equal(g1[k], g2[k]) for k in g1)
+    assert not torch.equal(prefix(x), prefix(x2))  # the full variant does see them
+
+
+def _dp_cfg(mode, **kw):
+    base = dict(mode=mode, epochs=2, batch_size=4, lr=0.05, warmup_epochs=0.0, noise_multiplier=1.0,
+                max_grad_norm=1.0, noise_seed=11, log_every=1, fpdp_k=4, fpdp_refresh_every=2,
+                fpdp_public_size=6)  # fmt: skip
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.mark.parametrize("mode", ["dpsgd", "maskdp", "fpdp"])
+def test_tiny_end_to_end_run_per_private_mode(data, mode, tmp_path):
+    train, test = data
+    model = build_action_model(3, arch="tiny", seed=8)
+    before = {n: p.detach().clone() for n, p in model.trainable_named_parameters()}
+    events = []
+    t = Trainer(model, train, _dp_cfg(mode), eval_data=test, public_data=test if mode == "fpdp" else None,
+                progress=events.append, checkpoint_path=tmp_path / "c.pt")  # fmt: skip
+    hist = t.fit()
+    assert t.step == 2 * t.steps_per_epoch == 6  # 1/q = 12/4 steps per epoch, empty batches included
+    assert 0 < hist[0]["epsilon"] < hist[1]["epsilon"] < math.inf
+    assert all("loss" not in e for e in events)  # nothing computed on private clips is reported
+    assert any(not torch.equal(before[n], p) for n, p in model.trainable_named_parameters())
+    rep = t.privacy_report()
+    assert rep["mode"] == mode and rep["steps"] == 6 and rep["sigma"] == 1.0 and rep["q"] == pytest.approx(1 / 3)
+    assert rep["epsilon"] == pytest.approx(hist[-1]["epsilon"])
+    assert (rep["mask_policy"] is not None) and rep["dataset_fingerprint"]
+    state = torch.load(tmp_path / "c.pt", weights_only=False)
+    assert state["privacy"]["steps"] == 6
+    # resume: the ledger and noise generator come back
+    again = Trainer(build_action_model(3, arch="tiny", seed=8), train, _dp_cfg(mode),
+                    public_data=test if mode == "fpdp" else None)  # fmt: skip
+    again.load_checkpoint(tmp_path / "c.pt")
+    assert again.strategy.accountant.steps == 6
+    assert again.strategy.epsilon() == pytest.approx(hist[-1]["epsilon"])
+
+
+def test_maskdp_run_on_cached_features_matches_the_run_on_clips(data):
+    train, _ = data
+    a = build_action_model(3, arch="tiny", seed=9)
+    b = build_action_model(3, arch="tiny", seed=9)
+    cache = build_feature_cache(b, train, variants=("private", "public"), batch_size=12)
+    Trainer(a, train, _dp_cfg("maskdp", epochs=1)).fit()
+    Trainer(b, cache.dataset(("private", "public")), _dp_cfg("maskdp", epochs=1)).fit()
+    for (n, pa), pb in zip(a.trainable_named_parameters(), [p for _, p in b.trainable_named_parameters()]):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6, msg=n)
+
+
+def test_fpdp_needs_public_data_and_dp_modes_need_noise(data):
+    train, _ = data
+    model = build_action_model(3, arch="tiny", seed=1)
+    with pytest.raises(ValueError, match="public_data"):
+        Trainer(model, train, _dp_cfg("fpdp"))
+    with pytest.raises(ValueError, match="noise_multiplier or target_epsilon"):
+        Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None))
+    t = Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None, target_epsilon=8.0, delta=1e-3))
+    assert 0 < t.strategy.sigma < 10
+    assert isinstance(FPDP, type)
+
+
+def test_fpdp_run_on_cached_features_matches_the_run_on_clips(data):
+    train, test = data
+    a = build_action_model(3, arch="tiny", seed=10)
+    b = build_action_model(3, arch="tiny", seed=10)
+    train_cache = build_feature_cache(b, train, variants=("full", "blur_1.5"), batch_size=12)
+    public_cache = build_feature_cache(b, test, variants=("full",), batch_size=12)
+    cfg = dict(epochs=1, fpdp_psi="blur_1.5")
+    Trainer(a, train, _dp_cfg("fpdp", **cfg), public_data=test).fit()
+    Trainer(b, train_cache.dataset(("full", "blur_1.5")), _dp_cfg("fpdp", **cfg),
+            public_data=public_cache.dataset(("full",))).fit()  # fmt: skip
+    for (n, pa), pb in zip(a.trainable_named_parameters(), [p for _, p in b.trainable_named_parameters()]):
+        torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6, msg=n)
