@@ -26,3 +26,33 @@ def body(tmp_path_factory):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+def synthetic_motion(body, t_len: int = 10, seed: int = 0, pelvis=(0.3, 0.2, 3.5)):
+    """A smooth, plausible known motion (SMPLHTrack) in the camera frame: walking-like swings of
+    hips, knees, shoulders and elbows, the body turning slowly, drifting sideways."""
+    from anonymask.models.body.tracks import JOINT_INDEX, SMPLHTrack, upright_orient
+
+    r = np.random.default_rng(seed)
+    s = np.linspace(0.0, 1.0, t_len)[:, None]
+    phase = r.uniform(0, 2 * np.pi)
+    swing = np.sin(np.pi * s + phase)  # half a stride over the clip (~1/3 s at 30 fps)
+    bp = np.zeros((t_len, 21, 3))
+    j = {n: JOINT_INDEX[n] - 1 for n in ("left_hip", "right_hip", "left_knee", "right_knee",
+                                         "left_shoulder", "right_shoulder", "left_elbow", "right_elbow", "spine1")}
+    bp[:, j["left_hip"], 0] = -0.5 * swing[:, 0]
+    bp[:, j["right_hip"], 0] = 0.5 * swing[:, 0]
+    bp[:, j["left_knee"], 0] = 0.6 + 0.4 * swing[:, 0]
+    bp[:, j["right_knee"], 0] = 0.6 - 0.4 * swing[:, 0]
+    bp[:, j["left_shoulder"], 2] = -1.1 + 0.3 * swing[:, 0]
+    bp[:, j["right_shoulder"], 2] = 1.1 + 0.3 * swing[:, 0]
+    bp[:, j["left_elbow"], 1] = -0.3 - 0.5 * (1 + swing[:, 0]) / 2
+    bp[:, j["right_elbow"], 1] = 0.3 + 0.5 * (1 - swing[:, 0]) / 2
+    bp[:, j["spine1"], 0] = 0.15 * swing[:, 0]
+    bp += r.normal(scale=0.05, size=(1, 21, 3))  # a personal posture, constant over time
+    yaw = r.uniform(-0.6, 0.6) + 0.5 * s[:, 0]
+    go = np.stack([upright_orient(y) for y in yaw])
+    pel = np.asarray(pelvis, float) + np.concatenate([0.4 * s, 0.0 * s, -0.3 * s], 1)
+    tr = body.transl_for(np.zeros(10), pel)
+    z = np.zeros((t_len, 45))
+    return SMPLHTrack(0, np.zeros(10), go, bp.reshape(t_len, 63), z, z, tr)
