@@ -1,0 +1,16 @@
+"""bench_epoch runs both paths and reports what make bench records (no timing assertions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from anonymask.models.action.bench import bench_epoch
+
+
+@pytest.mark.parametrize("with_cache", [False, True])
+def test_bench_epoch_reports_both_paths(with_cache, tmp_path):
+    r = bench_epoch(with_cache, mode="maskdp", videos_per_class=2, num_classes=2, batch_size=2, workdir=str(tmp_path))
+    assert r["with_cache"] is with_cache and r["clips"] == 4
+    assert r["seconds_per_epoch"] > 0 and r["peak_memory_mb"] > 0
+    assert (r["cache_build_seconds"] is not None) == with_cache
+    assert list(tmp_path.iterdir()) == []  # the temporary store is gone
