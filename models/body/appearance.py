@@ -154,7 +154,7 @@ def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator) -> np.nda
     # Eyes and lips: small spots around smplx's eye vertices (ids valid for both meshes).
     if n >= 6890:
         for vid in (6260, 2800):
-            code[np.linalg.norm(r.v - r.v[vid], axis=1) < 0.011] = EYES
+            code[np.linalg.norm(r.v - r.v[vid], axis=1) < 0.009] = EYES
         nose = r.v[332]
         mouth = nose + np.array([0.0, -0.035, -0.008])
         d = r.v - mouth
@@ -164,7 +164,7 @@ def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator) -> np.nda
     colors[code == HAIR] = st.hair
     colors[code == TROUSERS] = st.trousers
     colors[code == SHOES] = st.shoes
-    colors[code == EYES] = (35, 30, 30)
+    colors[code == EYES] = st.skin * 0.35
     colors[code == LIPS] = st.skin * np.array([0.85, 0.6, 0.6])
     shirt_col = np.tile(st.shirt, (n, 1))
     if st.pattern == "stripes":
@@ -172,13 +172,16 @@ def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator) -> np.nda
         shirt_col[band] = st.shirt2
     elif st.pattern == "checker":
         ang = np.arctan2(r.v[:, 0], r.v[:, 2])
-        cell = (np.floor((r.y - r.floor_y) / 0.06) + np.floor(ang / (np.pi / 6))) % 2 == 1
+        cell = (np.floor((r.y - r.floor_y) / 0.08) + np.floor(ang / (np.pi / 4))) % 2 == 1
         shirt_col[cell] = st.shirt2
     elif st.pattern == "two_tone":
         shirt_col[(r.arm + r.hand > 0.5) | (r.y > r.neck_y - 0.12)] = st.shirt2
     colors[code == SHIRT] = shirt_col[code == SHIRT]
-    # A little per-vertex variation so flat areas do not look synthetic-flat.
-    colors *= 1.0 + 0.04 * rng.standard_normal((n, 1))
+    # A little smooth, low-frequency variation so large areas do not look perfectly flat.
+    phase = rng.uniform(0, 2 * np.pi, 3)
+    wave = (np.sin(r.v[:, 0] * 23.0 + phase[0]) + np.sin(r.v[:, 1] * 17.0 + phase[1])
+            + np.sin(r.v[:, 2] * 29.0 + phase[2])) / 3.0
+    colors *= (1.0 + 0.05 * wave)[:, None]
     return np.clip(np.round(colors), 0, 255).astype(np.uint8)
 
 
@@ -258,11 +261,16 @@ class AppearanceBank:
                                       st.gender, colors, attrs)
         return self._avatars[i]
 
-    def choose(self, key: str) -> Avatar:
-        """The avatar for a key (e.g. '<video_id>/<track_id>'), stable across processes and runs."""
+    @staticmethod
+    def key_index(key: str, size: int) -> int:
+        """Bank index for a key: a keyed BLAKE2 hash, so it is stable across processes and runs."""
         digest = hashlib.blake2b(str(key).encode("utf-8"), digest_size=8,
                                  person=b"anonymask-avtr").digest()
-        return self.avatar(int.from_bytes(digest, "little") % self.size)
+        return int.from_bytes(digest, "little") % int(size)
+
+    def choose(self, key: str) -> Avatar:
+        """The avatar for a key (e.g. '<video_id>/<track_id>'), stable across processes and runs."""
+        return self.avatar(self.key_index(key, self.size))
 
     def __iter__(self):
         return (self.avatar(i) for i in range(self.size))

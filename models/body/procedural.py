@@ -25,7 +25,7 @@ from scipy.interpolate import PchipInterpolator
 from .tracks import GENDERS, JOINT_INDEX, NUM_JOINTS, PARENTS
 
 NUM_VERTICES = 6890
-FORMAT_VERSION = 3  # bump when the generator changes: cached files are regenerated
+FORMAT_VERSION = 5  # bump when the generator changes: cached files are regenerated
 SHAPE_COMPONENTS: tuple[str, ...] = (
     "height", "girth", "shoulder_width", "leg_length", "arm_length", "belly", "head_size",
     "hip_width", "chest", "muscle", "torso_length", "hand_size", "foot_size", "neck_length",
@@ -309,15 +309,16 @@ def _torso(d, jt, around=42, rings=38) -> _Part:
     lv = [0.0, 0.18, 0.36, 0.55, 0.72, 0.86, 0.97]
     ys = [hip_y + f * tor_len for f in lv]
     half_w = [0.165 * pw ** 1.5 * g, 0.168 * pw * g, 0.150 * (0.6 * pw + 0.4 * ww) * g, 0.138 * ww * g,
-              0.155 * cw * g, 0.170 * cw * (0.5 + 0.5 * sw) * g, 0.170 * sw * g]
+              0.155 * cw * g, 0.170 * cw * (0.5 + 0.5 * sw) * g, 0.176 * sw * g]
     half_d = [0.105 * g, 0.102 * g, 0.095 * g, 0.094 * g, 0.108 * cw * g, 0.112 * cw * g, 0.088 * g]
     zc = [-0.018, -0.010, 0.0, 0.004, 0.006, 0.002, -0.012]
     # Shoulder slope into the neck.
     neck_r = 0.056 * g ** 0.5 * d["muscle"] ** 0.3
-    ys += [sh_y + 0.022 * h, neck_y + 0.003 * h, neck_y + 0.022 * h, head_y]
-    half_w += [0.125 * sw * g, 1.10 * neck_r, neck_r, 0.95 * neck_r]
-    half_d += [0.072 * g, 0.98 * neck_r, neck_r, 0.95 * neck_r]
-    zc += [-0.018, -0.015, -0.010, 0.0]
+    # Acromion level covers the top of the arm, then the trapezius slopes into the neck.
+    ys += [sh_y + 0.012 * h, sh_y + 0.026 * h, neck_y + 0.006 * h, neck_y + 0.022 * h, head_y]
+    half_w += [0.165 * sw * g, 0.120 * sw * g, 1.15 * neck_r, neck_r, 0.95 * neck_r]
+    half_d += [0.076 * g, 0.068 * g, 1.0 * neck_r, neck_r, 0.95 * neck_r]
+    zc += [-0.016, -0.020, -0.018, -0.012, -0.004]
     fw, fd, fz = _pchip(ys, half_w), _pchip(ys, half_d), _pchip(ys, zc)
     y = _cap_samples(bottom, top, cap_b, 0.02 * h, rings)
     prof = _rounded_profile(y, bottom, top, cap_b, 0.02 * h)
@@ -470,8 +471,8 @@ def _arm(d, jt, side, around=18, rings=32) -> _Part:
     at = [-0.2, 0.0, 0.3, 0.7, 1.0, 1.25, 1.6, 2.0, 2.1]
     gm = g ** 0.7 * m
     # u = +y (up/down: thickness), v = z (front/back: width at the wrist)
-    ru = np.array([0.046, 0.050, 0.046, 0.041, 0.036, 0.040, 0.034, 0.022, 0.020]) * h / 1.7
-    rv = np.array([0.050, 0.052, 0.046, 0.041, 0.038, 0.042, 0.037, 0.029, 0.027]) * h / 1.7
+    ru = np.array([0.042, 0.046, 0.045, 0.041, 0.036, 0.040, 0.034, 0.022, 0.020]) * h / 1.7
+    rv = np.array([0.046, 0.049, 0.046, 0.041, 0.038, 0.042, 0.037, 0.029, 0.027]) * h / 1.7
     scale = np.array([gm * ua, gm * ua, gm * ua, gm * ua, gm, gm, gm, g ** 0.3, g ** 0.3])
     return _limb(f"{side}_arm", pts, ru * scale, rv * scale, at, np.array([0.0, 1.0, 0.0]), around, rings,
                  0.05 * h, 0.012 * h, 0.06 * h, 0.014 * h,
@@ -647,34 +648,35 @@ def _torso_side_weights(part: _Part, pw: np.ndarray, jt: np.ndarray) -> np.ndarr
 
 
 def _joint_regressor(v0: np.ndarray, dirs: np.ndarray, joints0: np.ndarray, djoints: np.ndarray,
-                     weights: np.ndarray, support: int = 96) -> np.ndarray:
-    """(52, V) regressor exact on the template and along every shape direction.
+                     weights: np.ndarray, support: int = 250) -> np.ndarray:
+    """(52, V) regressor: convex weights on nearby vertices that reproduce the joints.
 
-    Each joint uses its nearest vertices skinned to it or its parent/children, with the weights
-    closest to uniform that satisfy the linear constraints.
+    Each joint uses its nearest vertices skinned to it or its parent/children. Non-negative
+    weights summing to one (a convex combination, numerically as tame as the vertices) are fitted
+    to the template joint and, less strictly, to how the joint moves along every shape direction.
     """
-    n_ref = NUM_VERTICES
-    reg = np.zeros((NUM_JOINTS, n_ref))
+    from scipy.optimize import nnls
+
+    reg = np.zeros((NUM_JOINTS, NUM_VERTICES))
     children = {j: [c for c, p in enumerate(PARENTS) if p == j] for j in range(NUM_JOINTS)}
     for j in range(NUM_JOINTS):
         related = [j] + children[j] + ([PARENTS[j]] if PARENTS[j] >= 0 else [])
         cand = np.where(weights[:, related].sum(1) > 0.05)[0]
         dist = np.linalg.norm(v0[cand] - joints0[j], axis=1)
         idx = cand[np.argsort(dist)[:support]]
-        # constraints: sum w = 1, w @ v0 = J0, w @ dirs_k = dJ_k
-        a = [np.ones(idx.shape[0])]
-        bvec = [1.0]
+        n = idx.shape[0]
+        rows, rhs = [np.full(n, 100.0)], [100.0]  # sum to one
         for c in range(3):
-            a.append(v0[idx, c])
-            bvec.append(joints0[j, c])
+            rows.append(100.0 * v0[idx, c])
+            rhs.append(100.0 * joints0[j, c])
             for k in range(dirs.shape[2]):
-                a.append(dirs[idx, c, k])
-                bvec.append(djoints[k, j, c])
-        a = np.array(a)
-        bvec = np.array(bvec)
-        u = np.full(idx.shape[0], 1.0 / idx.shape[0])
-        corr, *_ = np.linalg.lstsq(a, bvec - a @ u, rcond=None)
-        reg[j, idx] = u + corr
+                rows.append(30.0 * dirs[idx, c, k])
+                rhs.append(30.0 * djoints[k, j, c])
+        lam = 0.03
+        a = np.concatenate([np.array(rows), lam * np.eye(n)])
+        b = np.concatenate([np.array(rhs), np.full(n, lam / n)])
+        w, _ = nnls(a, b, maxiter=50 * n)
+        reg[j, idx] = w / w.sum()
     return reg
 
 

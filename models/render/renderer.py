@@ -71,6 +71,22 @@ class _NormalCache:
         return vn
 
 
+_SRGB_TO_LINEAR = ((np.arange(256) / 255.0) ** 2.2).astype(np.float32)
+
+
+def _linear_colors(colors: np.ndarray) -> np.ndarray:
+    """uint8 sRGB vertex colours -> linear floats.
+
+    pyrender's shader gamma-encodes its output but (unlike textures) does not decode vertex
+    colours, which would wash every colour out. Alpha is dropped: bodies are opaque, and alpha
+    below 1 would switch pyrender to blending.
+    """
+    c = np.asarray(colors)[:, :3]
+    if c.dtype == np.uint8:
+        return _SRGB_TO_LINEAR[c]
+    return np.clip(c.astype(np.float32), 0.0, 1.0) ** 2.2
+
+
 def _look_pose(direction: np.ndarray) -> np.ndarray:
     """4x4 pose whose local -z points along direction (for pyrender directional lights)."""
     d = direction / np.linalg.norm(direction)
@@ -92,7 +108,7 @@ class Renderer:
         self._normals: dict[int, _NormalCache] = {}
         self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
         self.width, self.height = int(width), int(height)
-        self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.full(3, 0.28))
+        self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.full(3, 0.20))
         self._cam = pyrender.IntrinsicsCamera(500.0, 500.0, 0.0, 0.0, znear=Z_NEAR, zfar=Z_FAR)
         self._cam_node = self._scene.add(self._cam, pose=_CV_TO_GL)
         # Key light from above-left of the camera, fill from the right, weak rim from behind.
@@ -147,9 +163,7 @@ class Renderer:
             f = np.asarray(body.faces)
             cache = self._normals.setdefault(f.shape[0], _NormalCache())
             normals = cache.normals(v, f)
-            colors = np.asarray(body.vertex_colors)
-            if colors.shape[1] == 4:
-                colors = colors[:, :3]  # opaque bodies: alpha would switch pyrender to blending
+            colors = _linear_colors(body.vertex_colors)
             prim = pyrender.Primitive(positions=v, normals=normals, color_0=colors,
                                       indices=f.astype(np.uint32, copy=False), material=self._material,
                                       mode=pyrender.constants.GLTF.TRIANGLES)

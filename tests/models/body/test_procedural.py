@@ -132,3 +132,8 @@ def test_genders_differ_and_generation_is_deterministic():
     assert sh(m) > sh(f)
     again = P._build("female", z)
     assert np.array_equal(again.verts, f.verts)
+
+
+def test_joint_regressor_is_a_convex_combination(arrays):
+    reg = arrays["J_regressor"]
+    assert (reg >= 0).all() and np.allclose(reg.sum(1), 1.0)  # numerically tame in float32
