@@ -61,7 +61,6 @@ def estimate_mediapipe(
             continue
         tr, terms = fit_track(rest_joints, kp2d[i], conf[i], camera, mapping, kp3d=world[i],
                               track_id=len(tracks), cfg=fit)
-        tr.valid &= np.isfinite(boxes[i, :, 0]) | tr.valid
         tracks.append(tr)
         diag[f"track{len(tracks) - 1}_reproj"] = terms.get("reproj", float("nan"))
     if not tracks:
