@@ -52,7 +52,7 @@ def bench_epoch(
         model = build_action_model(num_classes, arch=arch, trainable=trainable)
         cfg = TrainConfig(
             mode=mode, epochs=2, batch_size=batch_size, device=str(dev), noise_multiplier=1.0,
-            noise_seed=0, log_every=10**9, fpdp_psi="public",
+            noise_seed=0, sampling_seed=0, log_every=10**9, fpdp_psi="public",
         )  # fmt: skip
         variants = {"nonprivate": ("full",), "dpsgd": ("full",), "maskdp": ("private", "public"),
                     "fpdp": ("full", "public")}[mode]  # fmt: skip

@@ -72,6 +72,9 @@ class TrainConfig:
     delta: float = 1e-5
     accountant: str = "rdp"
     noise_seed: int | None = None  # None: OS entropy (real runs); set for reproducible tests
+    # Poisson sampling must be unpredictable for the subsampling analysis to hold: None draws a
+    # seed from the OS (kept in the checkpoint, so a resumed run continues the same sequence)
+    sampling_seed: int | None = None
     # FP-DP
     fpdp_k: int = 16
     fpdp_refresh_every: int = 50
@@ -161,6 +164,9 @@ class Trainer:
             self.optimizer, lambda s: lr_lambda(s, warmup, self.total_steps, config.min_lr_ratio)
         )
         self.strategy = self._build_strategy(public_data)
+        self.sampling_seed = config.sampling_seed
+        if self.sampling_seed is None:
+            self.sampling_seed = int.from_bytes(os.urandom(8), "little") >> 1
         self.epoch = 0
         self.step = 0
         self.history: list[dict] = []
@@ -265,12 +271,13 @@ class Trainer:
 
     def _train_loader(self, epoch: int):
         cfg = self.cfg
-        seed = _derived_seed(cfg.seed, "epoch", epoch)
         if self.strategy.sampling == "poisson":
             from anonymask.models.privacy.sampler import PoissonBatchSampler
 
+            seed = _derived_seed(self.sampling_seed, "poisson", epoch)
             sampler = PoissonBatchSampler(self.num_samples, self.sample_rate, steps=self.steps_per_epoch, seed=seed)
             return make_loader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers)
+        seed = _derived_seed(cfg.seed, "epoch", epoch)
         return make_loader(
             self.train_data, batch_size=cfg.batch_size, shuffle=True, seed=seed, num_workers=cfg.num_workers
         )
@@ -383,6 +390,7 @@ class Trainer:
             "strategy": self.strategy.state_dict(),
             "epoch": self.epoch,
             "step": self.step,
+            "sampling_seed": self.sampling_seed,  # secret in DP runs: keep checkpoints private
             "history": self.history,
             "train_config": asdict(self.cfg),
             "privacy": self.privacy_report(),
@@ -421,6 +429,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.strategy.load_state_dict(state["strategy"])
         self.epoch, self.step, self.history = int(state["epoch"]), int(state["step"]), list(state["history"])
+        self.sampling_seed = int(state["sampling_seed"])
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         if rng["cuda"] and torch.cuda.is_available():

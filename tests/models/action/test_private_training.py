@@ -108,7 +108,7 @@ def test_public_gradient_ignores_private_pixels_bit_for_bit(data):
 
 def _dp_cfg(mode, **kw):
     base = dict(mode=mode, epochs=2, batch_size=4, lr=0.05, warmup_epochs=0.0, noise_multiplier=1.0,
-                max_grad_norm=1.0, noise_seed=11, log_every=1, fpdp_k=4, fpdp_refresh_every=2,
+                max_grad_norm=1.0, noise_seed=11, sampling_seed=12, log_every=1, fpdp_k=4, fpdp_refresh_every=2,
                 fpdp_public_size=6)  # fmt: skip
     base.update(kw)
     return TrainConfig(**base)
@@ -176,3 +176,15 @@ def test_fpdp_run_on_cached_features_matches_the_run_on_clips(data):
             public_data=public_cache.dataset(("full",))).fit()  # fmt: skip
     for (n, pa), pb in zip(a.trainable_named_parameters(), [p for _, p in b.trainable_named_parameters()]):
         torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6, msg=n)
+
+
+def test_poisson_sampling_seed_is_secret_by_default_and_survives_resume(data, tmp_path):
+    train, _ = data
+    cfg = _dp_cfg("dpsgd", epochs=1, sampling_seed=None, noise_seed=None)
+    t1 = Trainer(build_action_model(3, arch="tiny", seed=1), train, cfg, checkpoint_path=tmp_path / "c.pt")
+    t2 = Trainer(build_action_model(3, arch="tiny", seed=1), train, cfg)
+    assert t1.sampling_seed != t2.sampling_seed
+    t1.fit()
+    t2.load_checkpoint(tmp_path / "c.pt")
+    assert t2.sampling_seed == t1.sampling_seed
+    assert torch.equal(t2.strategy.generator.get_state(), t1.strategy.generator.get_state())
