@@ -81,6 +81,30 @@ class SkeletonGraph:
         return np.linalg.norm(x[..., child, :] - x[..., parent, :], axis=-1)
 
 
+def retarget_bone_lengths(x: np.ndarray, graph: SkeletonGraph, lengths: np.ndarray) -> np.ndarray:
+    """Give joints ``x`` (..., J, 3) the bone ``lengths`` (J-1,) in :meth:`SkeletonGraph.edges`
+    order, keeping the root and every bone's direction: the same motion on a template body.
+
+    A deterministic anonymizer for body proportions (the "same skeleton for everyone" baseline);
+    what identity survives it is carried by the motion itself.
+    """
+    x = np.asarray(x)
+    lengths = np.asarray(lengths, np.float64)
+    if lengths.shape != (graph.num_joints - 1,):
+        raise ValueError(f"expected {graph.num_joints - 1} bone lengths, got shape {lengths.shape}")
+    length_of = {child: lengths[i] for i, (child, _parent) in enumerate(graph.edges())}
+    out = np.empty(x.shape, np.float64)
+    for j in graph.topological_order():
+        p = graph.parents[j]
+        if p < 0:
+            out[..., j, :] = x[..., j, :]
+            continue
+        bone = x[..., j, :].astype(np.float64) - x[..., p, :]
+        norm = np.linalg.norm(bone, axis=-1, keepdims=True)
+        out[..., j, :] = out[..., p, :] + bone / np.maximum(norm, 1e-9) * length_of[j]
+    return out.astype(x.dtype if x.dtype.kind == "f" else np.float32)
+
+
 NTU25 = SkeletonGraph("ntu25", _NTU25_PARENTS, root=0, left_hip=12, right_hip=16)
 SMPL22 = SkeletonGraph("smpl22", _SMPL22_PARENTS, root=0, left_hip=1, right_hip=2)
 SMPLH52 = SkeletonGraph("smplh52", _smplh52_parents(), root=0, left_hip=1, right_hip=2)

@@ -198,3 +198,22 @@ def test_from_ntu_skeletons_errors_name_the_file(tmp_path):
     csv.write_text("performer,gender\n2,F\n")
     with pytest.raises(DatasetError, match="g.csv: no gender for performer P001"):
         from_ntu_skeletons(paths, reader=_reader(tracks), genders_csv=csv, skip_bad=True)
+
+
+def test_from_ntu_skeletons_reads_real_format_files(tmp_path, synthetic):
+    from anonymask.storage.datasets.ntu_skeleton import write_ntu_skeleton
+
+    seqs = synthetic["sequences"]
+    still = np.repeat(seqs[5][:1], len(seqs[0]), axis=0)  # a static false body next to the performer
+    a = write_ntu_skeleton(tmp_path / "S001C001P003R001A002.skeleton", np.stack([still, seqs[0]]))
+    b = write_ntu_skeleton(tmp_path / "S001C002P004R002A001.skeleton", seqs[1][None])
+    ds = from_ntu_skeletons([a, b], length=12, normalize=False)
+    np.testing.assert_allclose(ds.sequences[0], seqs[0], atol=1e-5)
+    np.testing.assert_array_equal(ds.actions, [1, 0])
+    assert ds.subject_ids == [3, 4]
+    assert ds.arrays().x.shape == (2, 12, 25, 3)
+
+    broken = tmp_path / "S001C001P005R001A003.skeleton"
+    broken.write_text("\n".join(a.read_text().splitlines()[:40]))  # truncated mid-frame
+    with pytest.raises(DatasetError, match="S001C001P005R001A003.skeleton"):
+        from_ntu_skeletons([a, broken])

@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from anonymask.models.skeleton.graphs import NTU25, SMPL22, SMPLH52, adjacency_partitions, get_graph
+from anonymask.models.skeleton.graphs import (
+    NTU25,
+    SMPL22,
+    SMPLH52,
+    adjacency_partitions,
+    get_graph,
+    retarget_bone_lengths,
+)
 
 
 @pytest.mark.parametrize("graph", [NTU25, SMPL22, SMPLH52])
@@ -61,3 +68,21 @@ def test_synthetic_bone_lengths_are_per_subject_constants(synthetic):
     assert within < 0.02
     assert between > 0.01
     assert set(np.unique(synthetic["genders"])) == {0, 1}
+
+
+def test_retarget_bone_lengths_keeps_root_and_directions(synthetic):
+    x = synthetic["sequences"][:3]
+    target = np.linspace(0.05, 0.4, 24)
+    y = retarget_bone_lengths(x, NTU25, target)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(NTU25.bone_lengths(y), np.broadcast_to(target, (3, 24, 24)), atol=1e-5)
+    np.testing.assert_allclose(y[..., 0, :], x[..., 0, :])
+    child, parent = np.array(NTU25.edges()).T
+    dx = x[..., child, :] - x[..., parent, :]
+    dy = y[..., child, :] - y[..., parent, :]
+    cos = (dx * dy).sum(-1) / np.linalg.norm(dx, axis=-1) / np.linalg.norm(dy, axis=-1)
+    assert cos.min() > 0.9999
+    # its own lengths give the input back
+    np.testing.assert_allclose(retarget_bone_lengths(x[0, 0], NTU25, NTU25.bone_lengths(x[0, 0])), x[0, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="24 bone lengths"):
+        retarget_bone_lengths(x, NTU25, target[:5])
