@@ -156,11 +156,12 @@ class _DPBase:
         self.accountant.step(self.q, self.sigma)
 
     def privacy_report(self, compare_with: tuple[str, ...] | None = None) -> dict:
+        """PrivacyReport dict; ``compare_with`` None = the other accountant family side by side."""
         from anonymask.models.privacy.report import PrivacyReport
 
         rep = PrivacyReport.from_accountant(
             self.mode, self.accountant, self.delta, self.C, mask_policy=self.mask_policy,
-            dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with or (),
+            dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with,
         )  # fmt: skip
         return rep.to_dict()
 

@@ -109,7 +109,7 @@ def test_public_gradient_ignores_private_pixels_bit_for_bit(data):
 def _dp_cfg(mode, **kw):
     base = dict(mode=mode, epochs=2, batch_size=4, lr=0.05, warmup_epochs=0.0, noise_multiplier=1.0,
                 max_grad_norm=1.0, noise_seed=11, sampling_seed=12, log_every=1, fpdp_k=4, fpdp_refresh_every=2,
-                fpdp_public_size=6)  # fmt: skip
+                fpdp_public_size=6, compare_accountants=())  # fmt: skip
     base.update(kw)
     return TrainConfig(**base)
 
@@ -131,6 +131,10 @@ def test_tiny_end_to_end_run_per_private_mode(data, mode, tmp_path):
     assert rep["mode"] == mode and rep["steps"] == 6 and rep["sigma"] == 1.0 and rep["q"] == pytest.approx(1 / 3)
     assert rep["epsilon"] == pytest.approx(hist[-1]["epsilon"])
     assert (rep["mask_policy"] is not None) and rep["dataset_fingerprint"]
+    if mode == "maskdp":  # the tight accountant side by side with RDP, on request
+        t.cfg.compare_accountants = ("pld",)
+        pld = t.privacy_report()["epsilon_other"]["pld"]
+        assert 0 < pld <= rep["epsilon"]
     state = torch.load(tmp_path / "c.pt", weights_only=False)
     assert state["privacy"]["steps"] == 6
     # resume: the ledger and noise generator come back
