@@ -2,7 +2,8 @@
 
 Layout of a generated root::
 
-    dataset.json          name, version, seed, fps, frames, size, classes, actions, subjects
+    dataset.json          name (the adapter: demo or synthetic), preset, version, seed, fps,
+                          frames, size, classes, actions (clips, layout, people), subjects
                           (identity, gender, betas, style, clothing), cameras, backgrounds,
                           splits ("xsub": subjects, "xview": cameras), videos (see below)
     videos/<id>.mp4       H.264 (yuv420p, crf 16) RGB video, static camera
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -420,7 +420,6 @@ def generate_dataset(root: str | Path, *, preset: Preset | str = DEMO_PRESET, se
     plans = plan_videos(p, seed)
     classes = [action_spec(a).name for a in p.actions]
     videos = []
-    t0 = time.perf_counter()
     for i, plan in enumerate(plans):
         frames, gt = render_video(plan, by_id, p, seed, classes)
         write_mp4(root / "videos" / f"{plan.video_id}.mp4", frames, p.fps, crf=16, preset="medium")
@@ -436,7 +435,7 @@ def generate_dataset(root: str | Path, *, preset: Preset | str = DEMO_PRESET, se
             progress(i + 1, len(plans), plan.video_id)
     train, test = subject_split(p.n_subjects)
     doc = {
-        "name": p.name if p.name in ("demo", "tiny") else "synthetic",
+        "name": "demo" if p.name in ("demo", "tiny") else "synthetic",  # the adapter that reads it
         "preset": p.name,
         "version": FORMAT_VERSION,
         "generator": "anonymask.models.synthetic",
@@ -454,7 +453,6 @@ def generate_dataset(root: str | Path, *, preset: Preset | str = DEMO_PRESET, se
             "xview": {"train": [c.name for c in CAMERA_SETUPS[1:]], "test": [CAMERA_SETUPS[0].name]},
         },
         "videos": videos,
-        "seconds": round(time.perf_counter() - t0, 2),
     }
     tmp = root / ".dataset.json.part"
     tmp.write_text(json.dumps(doc, indent=1))

@@ -36,7 +36,7 @@ def doc(tiny_dataset):
 
 
 def test_layout_and_manifest(tiny_dataset, doc):
-    assert doc["name"] == "tiny" and doc["classes"] == ["walk", "punch_other"]
+    assert doc["name"] == "demo" and doc["preset"] == "tiny" and doc["classes"] == ["walk", "punch_other"]
     assert doc["fps"] == TINY_PRESET.fps and doc["size"] == [TINY_PRESET.width, TINY_PRESET.height]
     assert [s["name"] for s in doc["subjects"]] == ["s01", "s02"]
     assert doc["splits"]["xsub"] == {"train": ["s01"], "test": ["s02"]}
