@@ -65,7 +65,8 @@ def test_deployment_run_completes_against_real_server(tiny_dataset, tmp_path):
         text = out.stdout + out.stderr
         assert out.returncode == 0, text + (logs / "serve.log").read_text()[-3000:]
         assert "Completed" in text, text
-        runs = subprocess.run([str(VENV_BIN / "prefect"), "flow-run", "ls", "--limit", "20"], env=env,
+        runs = subprocess.run([str(VENV_BIN / "prefect"), "flow-run", "ls", "--limit", "20"],
+                              env=dict(env, COLUMNS="250"),
                               capture_output=True, text=True, timeout=60).stdout
         for vid in ("s01_a01_r01", "s02_a01_r01", "s01s02_a02_r01"):
             assert vid in runs, runs  # one run per video, named by its id
