@@ -127,28 +127,67 @@ def _plausible(k: np.ndarray, width: float, height: float) -> bool:
     )
 
 
+#: Kinect camera space (x left, y up) -> OpenCV (x right, y down): the colour camera sits ~5 cm
+#: from the depth sensor, looking the same way
+_KINECT_TO_OPENCV = np.diag([-1.0, -1.0, 1.0])
+
+
 def _nominal_projection(points: np.ndarray, pixels: np.ndarray, k: np.ndarray) -> ColorProjection:
-    """Known intrinsics, pose by PnP, for both handednesses; the one that reprojects better wins."""
+    """Known intrinsics, pose by PnP started at the Kinect's physical layout, for both handednesses.
+
+    Only solutions near that layout (rotation within 30 degrees, offset < 0.5 m) count: for
+    near-planar points a mirrored scene seen from behind reprojects just as well. A handedness
+    whose PnP solution is not near it is scored with the layout itself.
+    """
     import cv2
 
-    best = None
+    def score(x, r, t):
+        cam = x @ r.T + t
+        if np.median(cam[:, 2]) <= 0:
+            return np.inf
+        proj = cam @ k.T
+        return float(np.sqrt(np.mean(np.sum((proj[:, :2] / proj[:, 2:3] - pixels) ** 2, axis=1))))
+
+    guess = cv2.Rodrigues(_KINECT_TO_OPENCV)[0]
+    cands = []
     for mirrored in (True, False):
         x = points * [-1.0, 1.0, 1.0] if mirrored else points
-        ok, rvec, tvec = cv2.solvePnP(x, pixels, k, None, flags=cv2.SOLVEPNP_ITERATIVE)
-        if not ok:
-            continue
-        r = cv2.Rodrigues(rvec)[0]
-        cam = x @ r.T + tvec.reshape(3)
-        if np.median(cam[:, 2]) <= 0:
-            continue
-        proj = cam @ k.T
-        err = np.linalg.norm(proj[:, :2] / proj[:, 2:3] - pixels, axis=1)
-        rms = float(np.sqrt(np.mean(err**2)))
-        if best is None or rms < best.rms_px:
-            best = ColorProjection(k.copy(), r, tvec.reshape(3), mirrored, rms, len(x), "nominal")
-    if best is None:
-        raise DatasetError("could not relate the Kinect joints to their colour pixels (PnP failed)")
-    return best
+        ok, rvec, tvec = cv2.solvePnP(x, pixels, k, None, rvec=guess.copy(), tvec=np.zeros((3, 1)),
+                                      useExtrinsicGuess=True, flags=cv2.SOLVEPNP_ITERATIVE)
+        r, t = (cv2.Rodrigues(rvec)[0], tvec.reshape(3)) if ok else (_KINECT_TO_OPENCV, np.zeros(3))
+        angle = np.degrees(np.arccos(np.clip((np.trace(r.T @ _KINECT_TO_OPENCV) - 1) / 2, -1, 1)))
+        if not (angle < 30.0 and np.linalg.norm(t) < 0.5):
+            r, t = _KINECT_TO_OPENCV, np.zeros(3)
+        rms = score(x, r, t)
+        if np.isfinite(rms):
+            cands.append(ColorProjection(k.copy(), r, t, mirrored, rms, len(x), "nominal"))
+    if not cands:
+        raise DatasetError("could not relate the Kinect joints to their colour pixels (no camera puts them in front)")
+    return min(cands, key=lambda c: c.rms_px)
+
+
+def _dlt_camera(x: np.ndarray, u: np.ndarray, width: float, trim_rounds: int) -> ColorProjection | None:
+    """DLT + outlier trimming + decomposition; None when the points cannot determine a camera."""
+    spread = np.linalg.svd(x - x.mean(0), compute_uv=False)
+    if spread[-1] < 0.02 * spread[0]:  # (nearly) coplanar joints: the DLT has no unique solution
+        return None
+    keep = np.ones(len(x), bool)
+    try:
+        p = dlt_projection(x, u)
+        for _ in range(trim_rounds):
+            err = _reprojection_errors(p, x, u)
+            new_keep = err <= max(3.0 * float(np.median(err)), 0.004 * width)
+            if new_keep.sum() < 6 or (new_keep == keep).all():
+                break
+            keep = new_keep
+            p = dlt_projection(x[keep], u[keep])
+        k, r, t, mirrored = decompose_projection(p, x[keep])
+    except np.linalg.LinAlgError:
+        return None
+    err = _reprojection_errors(p, x[keep], u[keep])
+    if not (np.isfinite(k).all() and np.isfinite(t).all() and np.isfinite(err).all()):
+        return None
+    return ColorProjection(k, r, t, mirrored, float(np.sqrt(np.mean(err**2))), int(keep.sum()))
 
 
 def fit_color_projection(
@@ -157,8 +196,8 @@ def fit_color_projection(
     """Projection from Kinect camera space (N,3) to colour pixels (N,2) of a width x height frame.
 
     DLT with two rounds of outlier trimming (joints whose colour mapping went wrong); falls back
-    to nominal Kinect v2 intrinsics (scaled) + PnP when the DLT intrinsics are implausible (too few
-    or near-coplanar points).
+    to nominal Kinect v2 intrinsics (scaled) + PnP when the DLT is degenerate (too few distinct
+    or near-coplanar points) or gives implausible intrinsics.
     """
     x = np.asarray(points, np.float64)
     u = np.asarray(pixels, np.float64)
@@ -166,26 +205,15 @@ def fit_color_projection(
     x, u = x[ok], u[ok]
     if len(x) < 6:
         raise DatasetError(f"only {len(x)} usable joint(s) with colour coordinates; a camera needs >= 6")
-    keep = np.ones(len(x), bool)
-    p = dlt_projection(x, u)
-    for _ in range(trim_rounds):
-        err = _reprojection_errors(p, x, u)
-        new_keep = err <= max(3.0 * float(np.median(err)), 0.004 * width)
-        if new_keep.sum() < 6 or (new_keep == keep).all():
-            break
-        keep = new_keep
-        p = dlt_projection(x[keep], u[keep])
-    k, r, t, mirrored = decompose_projection(p, x[keep])
-    err = _reprojection_errors(p, x[keep], u[keep])
-    proj = ColorProjection(k, r, t, mirrored, float(np.sqrt(np.mean(err**2))), int(keep.sum()))
-    if _plausible(k, width, height):
+    proj = _dlt_camera(x, u, width, trim_rounds)
+    if proj is not None and _plausible(proj.K, width, height):
         return proj
     nominal = KINECT_V2_COLOR_K.copy()
     nominal[0] *= width / NTU_COLOR_SIZE[0]
     nominal[1] *= height / NTU_COLOR_SIZE[1]
     nominal[0, 2] = (KINECT_V2_COLOR_K[0, 2] + 0.5) * width / NTU_COLOR_SIZE[0] - 0.5
     nominal[1, 2] = (KINECT_V2_COLOR_K[1, 2] + 0.5) * height / NTU_COLOR_SIZE[1] - 0.5
-    return _nominal_projection(x[keep], u[keep], nominal)
+    return _nominal_projection(x, u, nominal)
 
 
 def _scale_color(xy: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -17,7 +17,12 @@ from anonymask.models.body.tracks import JOINT_INDEX, Camera
 from anonymask.models.metrics import mpjpe_mm
 from anonymask.models.pose.fit import FitConfig
 from anonymask.models.pose.keypoints import BODY_JOINTS
-from anonymask.models.pose.ntu import decompose_projection, dlt_projection, estimate_from_ntu_skeleton
+from anonymask.models.pose.ntu import (
+    decompose_projection,
+    dlt_projection,
+    estimate_from_ntu_skeleton,
+    fit_color_projection,
+)
 from anonymask.storage.datasets.ntu_skeleton import write_ntu_skeleton
 
 # SMPL-H joint at (about) each Kinect v2 joint's place, in NTU's joint order
@@ -79,6 +84,18 @@ def test_dlt_recovers_camera_both_handednesses(rng):
             np.testing.assert_allclose(t2, t, atol=1e-7)
 
 
+@pytest.mark.parametrize("mirrored", [False, True])
+def test_coplanar_joints_fall_back_to_nominal_intrinsics(rng, mirrored):
+    """A single frame of a flat pose cannot determine K: nominal Kinect v2 K + PnP, handedness kept."""
+    seen = np.c_[rng.uniform(-0.5, 0.5, (25, 2)), np.full(25, 3.0)]  # fronto-parallel plane
+    kinect = seen * [-1.0, -1.0, 1.0] * ([-1.0, 1.0, 1.0] if mirrored else 1.0)
+    pixels = COLOR_CAM.project(seen) + rng.normal(scale=0.5, size=(25, 2))
+    proj = fit_color_projection(kinect, pixels, 1920, 1080)
+    assert proj.source == "nominal" and proj.mirrored == mirrored
+    assert proj.rms_px < 1.5
+    np.testing.assert_allclose(proj.R, np.diag([-1.0, -1.0, 1.0]), atol=0.03)
+
+
 def _write_scene(body, path, rng, mirrored=True):
     """Two people (B leaves after frame 6) and a static false 'body' (furniture) listed first."""
     t_len = FRAMES[0]
@@ -126,7 +143,11 @@ def test_ntu_not_mirrored(body, tmp_path, rng):
     a = synthetic_motion(body, t_len, seed=3, pelvis=(0.0, 0.2, 3.0))
     ka, pa = kinect_view(body.pose_track(a).joints, rng, mirrored=False)
     path = write_ntu_skeleton(tmp_path / "x.skeleton", ka[None], pa[None])
-    res = estimate_from_ntu_skeleton(path, (t_len, 540, 960, 3), body, fit=FIT)
+    # NTU's video and skeleton frame counts can differ: 2 video frames more than skeleton frames
+    res = estimate_from_ntu_skeleton(path, (t_len + 2, 540, 960, 3), body, fit=FIT)
+    assert res.tracks[0].num_frames == t_len + 2
+    np.testing.assert_array_equal(res.tracks[0].valid, np.arange(t_len + 2) < t_len)
+    res.tracks[0] = res.tracks[0].slice(slice(0, t_len))
     assert res.diagnostics["ntu_mirrored"] == 0.0
     assert res.camera.fx == pytest.approx(COLOR_CAM.scaled(0.5).fx, rel=0.02)
     rel, absolute = _root_aligned_and_absolute(body, res.tracks[0], a, np.arange(t_len))
