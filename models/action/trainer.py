@@ -37,7 +37,7 @@ from torch.utils.data import Dataset
 
 from anonymask.models.action.metrics import classification_metrics
 from anonymask.models.action.mvit import ActionModel, ActionModelConfig
-from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
+from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
 from anonymask.models.action.strategies import STRATEGIES, StepBatch
 from anonymask.models.action.token_masks import model_public_tokens
 from anonymask.storage.clips import make_loader
@@ -257,8 +257,7 @@ class Trainer:
             for v in variants:
                 xv, keep = variant_input(x, v, pub)
                 if self.prefix is not None:
-                    with self._autocast():
-                        xv, keep = self.prefix(xv, keep), None
+                    xv, keep = self._run_prefix(xv, keep), None
                 inputs[v] = (xv, keep)
         else:
             for v in variants:
@@ -272,18 +271,31 @@ class Trainer:
                 pub = raw["public_tokens"].to(self.device)
         return StepBatch(inputs, y, pub)
 
+    def _run_prefix(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        """Prefix features, in micro-batches when configured (bounds activation memory)."""
+        step = self.cfg.micro_batch or max(x.shape[0], 1)
+        outs = []
+        with self._autocast():
+            for lo in range(0, x.shape[0], step):
+                outs.append(self.prefix(x[lo : lo + step], None if keep is None else keep[lo : lo + step]))
+        if not outs:  # an empty Poisson batch
+            return x.new_zeros((0, *feature_shape(self.model)))
+        return torch.cat(outs)
+
     def _train_loader(self, epoch: int):
         cfg = self.cfg
+        pin = self.device.type == "cuda"
         if self.strategy.sampling == "poisson":
             from anonymask.models.privacy.sampler import PoissonBatchSampler
 
             seed = _derived_seed(self.sampling_seed, "poisson", epoch)
             sampler = PoissonBatchSampler(self.num_samples, self.sample_rate, steps=self.steps_per_epoch, seed=seed)
-            return make_loader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers)
+            return make_loader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers, pin_memory=pin)
         seed = _derived_seed(cfg.seed, "epoch", epoch)
         return make_loader(
-            self.train_data, batch_size=cfg.batch_size, shuffle=True, seed=seed, num_workers=cfg.num_workers
-        )
+            self.train_data, batch_size=cfg.batch_size, shuffle=True, seed=seed, num_workers=cfg.num_workers,
+            pin_memory=pin,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ loop
     def fit(self, resume_from: str | os.PathLike | None = None, until_epoch: int | None = None) -> list[dict]:

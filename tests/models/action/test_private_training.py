@@ -192,3 +192,15 @@ def test_poisson_sampling_seed_is_secret_by_default_and_survives_resume(data, tm
     t2.load_checkpoint(tmp_path / "c.pt")
     assert t2.sampling_seed == t1.sampling_seed
     assert torch.equal(t2.strategy.generator.get_state(), t1.strategy.generator.get_state())
+
+
+@pytest.mark.parametrize("mode", ["dpsgd", "maskdp", "fpdp"])
+def test_an_empty_poisson_batch_is_a_noise_only_step(data, mode):
+    train, test = data
+    t = Trainer(build_action_model(3, arch="tiny", seed=2), train, _dp_cfg(mode, micro_batch=2),
+                public_data=test if mode == "fpdp" else None)  # fmt: skip
+    sb = t._step_batch(Collate(train.sample_shapes())([]), t.strategy.variants)
+    res = t.strategy(t.net, t.params, sb)
+    assert res.count == 0 and t.strategy.accountant.steps == 1
+    assert all(torch.isfinite(g).all() for g in res.grads.values())
+    assert any(g.abs().sum() > 0 for g in res.grads.values())  # the noise is still added
