@@ -4,9 +4,10 @@ An identity is everything that stays the same across one person's videos and dif
 people: gender, body shape (betas), clothes, skin and hair (vertex colours), and motion style
 (:mod:`style`). The anonymizer must remove all of it; re-identification metrics try to recover it.
 
-Clothes are painted from this module's own palette (shirts with stripes or two tones, short or long
-sleeves, trousers or shorts, shoes, hair, simple face marks), so subjects never look like the
-anonymizer's avatars, which come from :mod:`anonymask.models.body.appearance`.
+Clothes are painted from this module's own palette and generator (shirts with stripes or two
+tones, short or long sleeves, trousers or shorts, shoes, hair, simple face marks), independent of
+the anonymizer's avatar bank (:mod:`anonymask.models.body.appearance`), so a subject is not one of
+the avatars that replace it.
 """
 
 from __future__ import annotations
