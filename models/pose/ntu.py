@@ -25,7 +25,7 @@ from anonymask.models.body.tracks import Camera
 from anonymask.models.pose.estimate import PoseResult
 from anonymask.models.pose.fit import FitConfig, fit_track
 from anonymask.models.pose.keypoints import NTU_TO_SMPLH, mapping_arrays
-from anonymask.storage.datasets.ntu_skeleton import BodyTrack, main_bodies, read_ntu_skeleton
+from anonymask.storage.datasets.ntu_skeleton import BodyTrack, NTUSkeleton, main_bodies, read_ntu_skeleton
 
 #: NTU RGB+D colour frames (colorX/colorY refer to this size)
 NTU_COLOR_SIZE = (1920, 1080)
@@ -242,8 +242,6 @@ def select_bodies(bodies: list[BodyTrack], max_bodies: int, min_motion_ratio: fl
         return []
     need = min(min_frames, max(b.num_present for b in bodies))  # a 1-frame clip keeps its bodies
     seen = [b for b in bodies if b.num_present >= need]
-    from anonymask.storage.datasets.ntu_skeleton import NTUSkeleton
-
     ranked = main_bodies(NTUSkeleton("", 0, seen), max_bodies=max(len(seen), 1))
     top = ranked[0].motion_energy()
     kept = [ranked[0]] + [b for b in ranked[1:] if b.motion_energy() >= min_motion_ratio * top]
@@ -288,8 +286,10 @@ def estimate_from_ntu_skeleton(
         raise NoPersonError(f"{skeleton_path}: no person found (the skeleton file has no bodies in any frame)")
     joints = [_frames(b.joints, t_len).astype(np.float64) for b in bodies]  # (T,25,3) each
     pixels = [_scale_color(_frames(b.color_xy, t_len), width, height) for b in bodies]
-    if not any(np.isfinite(j[..., 0]).any() for j in joints):
+    here = [k for k, j in enumerate(joints) if np.isfinite(j[..., 0]).any()]  # seen within the video
+    if not here:
         raise NoPersonError(f"{skeleton_path}: no person found in the video's {t_len} frames")
+    joints, pixels = [joints[k] for k in here], [pixels[k] for k in here]
     try:
         proj = fit_color_projection(np.concatenate([j.reshape(-1, 3) for j in joints]),
                                     np.concatenate([p.reshape(-1, 2) for p in pixels]), width, height)
@@ -299,8 +299,8 @@ def estimate_from_ntu_skeleton(
     camera = Camera(k[0, 0], k[1, 1], k[0, 2], k[1, 2], width, height)
     mapping = mapping_arrays(NTU_TO_SMPLH)
     rest = body_model.rest_joints()
-    tracks, boxes = [], np.full((len(bodies), t_len, 4), np.nan, np.float32)
-    diag = {"ntu_bodies": float(len(bodies)), "ntu_mirrored": float(proj.mirrored),
+    tracks, boxes = [], np.full((len(joints), t_len, 4), np.nan, np.float32)
+    diag = {"ntu_bodies": float(len(joints)), "ntu_mirrored": float(proj.mirrored),
             "ntu_camera_reproj_px": proj.rms_px, "ntu_camera_nominal": float(proj.source == "nominal"),
             "ntu_fx": float(k[0, 0])}
     for i, (jk, px) in enumerate(zip(joints, pixels)):

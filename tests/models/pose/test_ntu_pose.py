@@ -169,3 +169,11 @@ def test_skeleton_without_bodies_is_no_person(body, tmp_path):
     path = write_ntu_skeleton(tmp_path / "empty.skeleton", np.full((1, 5, 25, 3), np.nan))
     with pytest.raises(NoPersonError, match="empty.skeleton"):
         estimate_from_ntu_skeleton(path, (5, 270, 480, 3), body)
+
+
+def test_body_only_after_the_video_ends_is_no_person(body, tmp_path, rng):
+    joints = np.full((1, 6, 25, 3), np.nan)
+    joints[0, 4:] = rng.normal(size=(2, 25, 3)) * 0.3 + [0.0, 0.0, 3.0]
+    path = write_ntu_skeleton(tmp_path / "late.skeleton", joints)
+    with pytest.raises(NoPersonError, match="late.skeleton.*3 frames"):
+        estimate_from_ntu_skeleton(path, (3, 270, 480, 3), body)
