@@ -1,0 +1,366 @@
+"""Training the pose model: the paper's three strategies under five privacy modes.
+
+Strategies (Sivangi et al.):
+- ``frozen``: the backbone keeps its initial weights (ImageNet file if present); only the SimCC
+  head trains. With no augmentation the backbone's output is a fixed function of each crop, so
+  it is computed once (for the crops, their blurred copies and the public set) and every step
+  runs only the head: the same gradients for a fraction of the compute.
+- ``finetune``: everything trains, from the same initial weights.
+- ``scratch``: everything trains from a random backbone.
+
+Modes (all DP modes share Poisson sampling at rate q, per-sample clipping to C, Gaussian noise
+of std sigma*C on the clipped sum, division by the EXPECTED batch size q*N, and one accountant
+step per batch, empty batches included; the pieces come from models/privacy):
+- ``nonprivate``: mean loss over the (Poisson) batch, no clipping or noise.
+- ``dpsgd``: DP-SGD (``dpsgd_gradients``).
+- ``projdp``: projected DP-SGD (PDP-SGD): the noisy private sum is projected onto the top-k
+  eigen-subspace of per-sample gradients of a small PUBLIC set (``PublicSubspace``), recomputed
+  every K steps at the current weights; no public loss.
+- ``featdp``: feature DP: the noisy private sum of DP-SGD plus the noise-free gradient of the
+  loss on public features psi(x) (Gaussian blur of the crop, as in the paper) with no projection.
+- ``fpdp``: Feature-Projective DP, both of the above (``fpdp_parts``).
+What is public: the blurred crops psi(x) (the paper's threat model: the fine detail that
+identifies a person is what blur removes) and the held-out public crops (data.split_public, or
+any crops passed as ``public``, e.g. anonymized renders). The guarantee covers the raw pixels of
+the private crops; labels are treated as public, as in the privacy module.
+
+Per-sample gradients use torch.func (models/privacy/clipping.py), not Opacus: TinyViT's attention
+keeps a trainable bias table on a module whose children also train, which Opacus' hooks would
+get wrong (``check_opacus_compatible``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from anonymask.models.privacy.accountant import Accountant, sigma_for_epsilon
+from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten, write_grads
+from anonymask.models.privacy.dpsgd import check_dp_args, dpsgd_gradients, private_noisy_sum
+from anonymask.models.privacy.fpdp import PublicSubspace, fpdp_parts, gaussian_blur_video
+from anonymask.models.privacy.report import PrivacyReport, dataset_fingerprint
+from anonymask.models.privacy.sampler import PoissonBatchSampler, epochs_to_steps
+
+from .data import PoseCrops
+from .metrics import mean_error, pck_bbox, pckh
+from .model import STRATEGIES, PoseModel, decode, simcc_loss_fn
+
+MODES = ("nonprivate", "dpsgd", "projdp", "featdp", "fpdp")
+PRIVATE_MODES = MODES[1:]
+NEEDS_PUBLIC_SET = ("projdp", "fpdp")
+NEEDS_PSI = ("featdp", "fpdp")
+
+
+@dataclass
+class HPETrainConfig:
+    strategy: str = "finetune"
+    mode: str = "nonprivate"
+    epochs: float = 10.0
+    batch_size: float = 32.0  # EXPECTED batch size q*N (Poisson sampling in every mode)
+    lr: float = 1e-3
+    optimizer: str = "adam"  # adam | sgd
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0  # C
+    noise_multiplier: float | None = None  # sigma; None: calibrated to target_epsilon
+    target_epsilon: float | None = None
+    delta: float = 1e-5
+    accountant: str = "rdp"
+    subspace_k: int = 16  # rank of the public gradient subspace
+    subspace_refresh: int = 10  # recompute it every K steps
+    subspace_samples: int = 64  # public samples per recomputation
+    blur_sigma: float = 2.0  # psi: Gaussian blur std in input pixels
+    public_weight: float = 1.0
+    seed: int = 0  # sampling, public draws
+    noise_seed: int | None = None  # None: OS entropy (a real private run)
+    chunk_size: int | None = None  # vmap chunk (memory bound of per-sample gradients)
+    eval_every: int = 1  # epochs between test evaluations (0: only at the end)
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; choose one of {STRATEGIES}")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; choose one of {MODES}")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+        if self.mode in PRIVATE_MODES and self.noise_multiplier is None and self.target_epsilon is None:
+            raise ValueError(f"mode {self.mode!r} needs noise_multiplier or target_epsilon")
+        if self.epochs <= 0 or self.batch_size <= 0:
+            raise ValueError("epochs and batch_size must be > 0")
+
+
+@dataclass
+class HPETrainResult:
+    model: PoseModel
+    config: HPETrainConfig
+    history: list[dict] = field(default_factory=list)  # one row per epoch
+    privacy: dict = field(default_factory=dict)  # PrivacyReport.to_dict()
+    sigma: float = 0.0
+    steps: int = 0
+    sample_rate: float = 0.0
+    seconds: float = 0.0
+    final: dict = field(default_factory=dict)  # last evaluation on the test crops
+
+    def summary(self) -> dict[str, Any]:
+        eps = self.privacy.get("epsilon", "inf")
+        return {
+            "strategy": self.config.strategy, "mode": self.config.mode, "epsilon": eps,
+            "sigma": self.sigma, "q": self.sample_rate, "steps": self.steps, "C": self.config.max_grad_norm,
+            "seconds": round(self.seconds, 2), **self.final,
+        }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- helpers
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def blur_images(x: Tensor, sigma: float) -> Tensor:
+    """psi: Gaussian blur of (B, C, H, W) images (the privacy module's video blur, one frame)."""
+    return gaussian_blur_video(x.unsqueeze(2), sigma).squeeze(2)
+
+
+@torch.no_grad()
+def backbone_features(model: PoseModel, x: Tensor, batch: int = 64) -> Tensor:
+    """Frozen-backbone outputs of ``x`` in batches (same device as the model)."""
+    device = next(model.parameters()).device
+    out = [model.features(x[i : i + batch].to(device)) for i in range(0, x.shape[0], batch)]
+    if not out:
+        h, w = model.config.input_size
+        return model.features(torch.zeros(0, 3, h, w, device=device))
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def predict(model: PoseModel, x: Tensor, batch: int = 64, soft: bool = False) -> tuple[Tensor, Tensor]:
+    """(keypoints (N,K,2) in crop pixels, logits loss-ready (N,K,Wx+Wy)) on the model's device."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    logits = [model(x[i : i + batch].to(device)).cpu() for i in range(0, x.shape[0], batch)]
+    model.train(was_training)
+    logits_t = torch.cat(logits) if logits else torch.zeros(0, model.config.num_keypoints, sum(model.config.bins))
+    return decode(logits_t, model.config, soft=soft)[0], logits_t
+
+
+def evaluate_pose_model(model: PoseModel, crops: PoseCrops, batch: int = 64) -> dict[str, float]:
+    """PCKh@0.5, PCK@0.2 (bbox), mean pixel error and mean SimCC loss on ``crops``."""
+    x, y = crops.tensors()
+    pred, logits = predict(model, x, batch)
+    loss = simcc_loss_fn(model.config)(logits, y)
+    return {
+        "pckh": pckh(pred, crops.keypoints, crops.visible, crops.head_size),
+        "pck_bbox": pck_bbox(pred, crops.keypoints, crops.visible, crops.bbox_size),
+        "mean_error_px": mean_error(pred, crops.keypoints, crops.visible),
+        "loss": float(loss.mean()) if len(crops) else float("nan"),
+    }
+
+
+def calibrate_sigma(cfg: HPETrainConfig, sample_rate: float, steps: int) -> float:
+    if cfg.mode == "nonprivate":
+        return 0.0
+    if cfg.noise_multiplier is not None:
+        return float(cfg.noise_multiplier)
+    return sigma_for_epsilon(sample_rate, steps, float(cfg.target_epsilon), cfg.delta, cfg.accountant)
+
+
+def _noise_generator(cfg: HPETrainConfig, device: torch.device) -> torch.Generator:
+    gen = torch.Generator(device=device)
+    seed = cfg.noise_seed if cfg.noise_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
+    gen.manual_seed(int(seed))
+    return gen
+
+
+# --------------------------------------------------------------------------- one step's gradient
+@dataclass
+class StepInputs:
+    """What one step sees (the net's inputs: images, or backbone features when frozen)."""
+
+    x: Tensor
+    y: Tensor
+    psi_x: Tensor | None = None  # public features of the same samples
+    public_x: Tensor | None = None  # public set (for the subspace), drawn when due
+    public_y: Tensor | None = None
+
+
+class GradientRule:
+    """Turns one Poisson batch into the final gradient of ``mode`` (name -> tensor)."""
+
+    def __init__(self, cfg: HPETrainConfig, loss_fn: Callable, sigma: float, expected_batch_size: float, device: torch.device):
+        self.cfg, self.loss_fn, self.sigma, self.eb = cfg, loss_fn, sigma, expected_batch_size
+        self.mode = cfg.mode
+        if self.mode in PRIVATE_MODES:
+            check_dp_args(cfg.max_grad_norm, sigma, expected_batch_size)
+        self.generator = _noise_generator(cfg, device) if self.mode in PRIVATE_MODES else None
+        self.subspace = PublicSubspace(cfg.subspace_k, cfg.subspace_refresh) if self.mode in NEEDS_PUBLIC_SET else None
+        self.last_norms: Tensor | None = None  # per-sample norms before clipping (tests/diagnostics)
+
+    def needs_public_set(self, step: int) -> bool:
+        return self.subspace is not None and self.subspace.due(step)
+
+    def __call__(self, net: nn.Module, params: dict[str, Tensor], inp: StepInputs, step: int) -> dict[str, Tensor]:
+        cfg, C = self.cfg, self.cfg.max_grad_norm
+        if self.mode == "nonprivate":
+            n = max(int(inp.x.shape[0]), 1)
+            return {k: g / n for k, g in summed_grads(net, inp.x, inp.y, params, loss_fn=self.loss_fn).items()}
+        if self.mode == "dpsgd":
+            self.last_norms = None
+            return dpsgd_gradients(
+                net, params, inp.x, inp.y, C, self.sigma, self.eb, self.generator, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size
+            )
+        if self.mode == "fpdp":
+            parts = fpdp_parts(
+                net, params, inp.x, inp.y, C, self.sigma, self.subspace, inp.public_x, inp.public_y, step,
+                self.generator, public_features=inp.psi_x, public_weight=cfg.public_weight, loss_fn=self.loss_fn,
+                chunk_size=cfg.chunk_size,
+            )  # fmt: skip
+            self.last_norms = parts.private_norms
+            return parts.combined(self.eb)
+        # projdp and featdp, composed from the same primitives as fpdp
+        if self.mode == "projdp" and self.subspace.due(step):
+            if inp.public_x is None or inp.public_x.shape[0] == 0:
+                raise ValueError("projdp: the public subspace is due for a refresh: pass a non-empty public set")
+            pub = per_sample_grads(net, inp.public_x, inp.public_y, params, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size)
+            self.subspace.update(flatten(pub, batched=True), step)
+        release = private_noisy_sum(
+            net, params, inp.x, inp.y, C, self.sigma, self.generator, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size
+        )
+        self.last_norms = release.norms
+        if self.mode == "projdp":
+            out = unflatten(self.subspace.project(flatten(release.released())), release.clipped_sum)
+        else:  # featdp
+            public = summed_grads(net, inp.psi_x, inp.y, params, loss_fn=self.loss_fn)
+            out = {n: g + cfg.public_weight * public[n] for n, g in release.released().items()}
+        return {n: g / self.eb for n, g in out.items()}
+
+
+# --------------------------------------------------------------------------- the loop
+def _optimizer(cfg: HPETrainConfig, params: list[Tensor]) -> torch.optim.Optimizer:
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+
+
+def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float, fingerprint: str) -> dict:
+    if cfg.mode == "nonprivate" or ledger is None:
+        return PrivacyReport.nonprivate(steps, fingerprint, q).to_dict()
+    # PrivacyReport knows the modes dpsgd/maskdp/fpdp; projdp and featdp spend privacy through the
+    # same Poisson-subsampled Gaussian release as dpsgd, so their numbers come out of the same path.
+    base_mode = cfg.mode if cfg.mode in ("dpsgd", "fpdp") else "dpsgd"
+    rep = PrivacyReport.from_accountant(base_mode, ledger, cfg.delta, cfg.max_grad_norm, dataset_fingerprint=fingerprint, compare_with=())
+    out = rep.to_dict()
+    out["mode"] = cfg.mode
+    return out
+
+
+def train_pose_model(
+    model: PoseModel,
+    train: PoseCrops,
+    cfg: HPETrainConfig,
+    public: PoseCrops | None = None,
+    test: PoseCrops | None = None,
+    progress: Callable[[dict], None] | None = None,
+) -> HPETrainResult:
+    """Train ``model`` in place on the private ``train`` crops; evaluate on ``test`` per epoch.
+
+    ``public`` is needed by projdp and fpdp (the subspace's public set). The returned history has,
+    per epoch: steps, epsilon spent so far (DP modes), the mean train loss (non-private only: a DP
+    run releases nothing but its noisy gradients) and the test metrics.
+    """
+    t0 = time.perf_counter()
+    if len(train) == 0:
+        raise ValueError("no training crops")
+    if cfg.mode in NEEDS_PUBLIC_SET and (public is None or len(public) == 0):
+        raise ValueError(f"mode {cfg.mode!r} needs a non-empty public set (data.split_public)")
+    device = resolve_device(cfg.device)
+    model.to(device).train()
+    model.set_trainable(cfg.strategy)
+    loss_fn = simcc_loss_fn(model.config)
+
+    n = len(train)
+    q = min(1.0, cfg.batch_size / n)
+    steps = epochs_to_steps(cfg.epochs, q)
+    steps_per_epoch = max(1, int(round(1.0 / q)))
+    sigma = calibrate_sigma(cfg, q, steps)
+    rule = GradientRule(cfg, loss_fn, sigma, q * n, device)
+
+    # inputs of the trained net: images, or fixed backbone features under the frozen strategy
+    x_all, y_all = train.tensors()
+    pub_x = pub_y = None
+    if public is not None and len(public) and cfg.mode in NEEDS_PUBLIC_SET:
+        pub_x, pub_y = public.tensors()
+    psi_all = blur_images(x_all, cfg.blur_sigma) if cfg.mode in NEEDS_PSI else None
+    if cfg.strategy == "frozen":
+        net: nn.Module = model.head
+        x_all = backbone_features(model, x_all)
+        psi_all = backbone_features(model, psi_all) if psi_all is not None else None
+        pub_x = backbone_features(model, pub_x) if pub_x is not None else None
+    else:
+        net = model
+    x_all, y_all = x_all.to(device), y_all.to(device)
+    psi_all = psi_all.to(device) if psi_all is not None else None
+    pub_x = pub_x.to(device) if pub_x is not None else None
+    pub_y = pub_y.to(device) if pub_y is not None else None
+
+    params = {k: p for k, p in net.named_parameters() if p.requires_grad}
+    optimizer = _optimizer(cfg, list(params.values()))
+    ledger = Accountant(cfg.accountant) if cfg.mode in PRIVATE_MODES else None
+    sampler = PoissonBatchSampler(n, q, steps=steps, seed=cfg.seed)
+    public_rng = np.random.default_rng([cfg.seed, 0x9B])
+    fingerprint = dataset_fingerprint(train.fingerprint_items())
+
+    history: list[dict] = []
+    loss_sum, loss_count = 0.0, 0
+    for step, idx_list in enumerate(sampler):
+        idx = torch.as_tensor(idx_list, dtype=torch.long, device=device)
+        inp = StepInputs(x_all[idx], y_all[idx], psi_all[idx] if psi_all is not None else None)
+        if rule.needs_public_set(step):
+            m = min(cfg.subspace_samples, pub_x.shape[0])
+            pick = torch.as_tensor(np.sort(public_rng.choice(pub_x.shape[0], m, replace=False)), device=device)
+            inp.public_x, inp.public_y = pub_x[pick], pub_y[pick]
+        if cfg.mode == "nonprivate" and idx.numel():
+            with torch.no_grad():
+                loss_sum += float(loss_fn(net(inp.x), inp.y).sum())
+            loss_count += int(idx.numel())
+        grads = rule(net, params, inp, step)
+        if cfg.mode != "nonprivate" or idx.numel():  # an empty DP batch still steps (noise only)
+            optimizer.zero_grad(set_to_none=True)
+            write_grads(params, grads)
+            optimizer.step()
+        if ledger is not None:
+            ledger.step(q, sigma)
+        end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == steps
+        if end_of_epoch:
+            epoch = math.ceil((step + 1) / steps_per_epoch)
+            row: dict[str, Any] = {"epoch": epoch, "steps": step + 1}
+            row["epsilon"] = ledger.epsilon(cfg.delta) if ledger is not None else math.inf
+            if cfg.mode == "nonprivate":
+                row["train_loss"] = loss_sum / max(loss_count, 1)
+                loss_sum, loss_count = 0.0, 0
+            last = step + 1 == steps
+            if test is not None and len(test) and (last or (cfg.eval_every and epoch % cfg.eval_every == 0)):
+                row.update({f"test_{k}": v for k, v in evaluate_pose_model(model, test).items()})
+            history.append(row)
+            if progress is not None:
+                progress(row)
+
+    final = {k[5:]: v for k, v in history[-1].items() if k.startswith("test_")} if history else {}
+    return HPETrainResult(
+        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, fingerprint),
+        sigma=sigma, steps=steps, sample_rate=q, seconds=time.perf_counter() - t0, final=final,
+    )  # fmt: skip
+
+
+def config_dict(cfg: HPETrainConfig) -> dict[str, Any]:
+    return asdict(cfg)
