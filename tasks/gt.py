@@ -34,7 +34,7 @@ def ingest_ground_truth(entry: VideoEntry, gt_path: str, w: StageWriter, frames:
         tracks.append(SMPLHTrack(
             n, gt["betas"][n], gt["global_orient"][n, :frames], gt["body_pose"][n, :frames],
             gt["left_hand_pose"][n, :frames], gt["right_hand_pose"][n, :frames], gt["transl"][n, :frames],
-            gt["valid"][n, :frames],
+            gt["valid"][n, :frames], gender=str(gt["genders"][n]),
         ))
     write_tracks(w, "gt/pose", tracks, camera)
     entry.update_attrs(subject_ids=[int(s) for s in gt["subject_ids"]],

@@ -35,14 +35,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         tracks, camera = read_tracks(entry, "gt/pose")
         write_tracks(w, "pose", tracks, camera)
     elif backend == "mediapipe":
+        from anonymask.models.pose.detect import detection_probability
         from anonymask.models.pose.estimate import estimate_mediapipe
         from anonymask.models.pose.fit import FitConfig
 
         prob = person_probability(frames, cfg.get("segmenter", "mediapipe"))
         w.write("pose/person_prob", (np.clip(prob, 0, 1) * 255).astype(np.uint8))
+        det = detection_probability(frames, prob, use_motion=bool(cfg.get("motion_cue", True)))
         body = get_body_model()
         res = estimate_mediapipe(
-            frames, prob, body.rest_joints(), threshold=cfg.get("threshold", 0.5),
+            frames, det, body.rest_joints(), threshold=cfg.get("threshold", 0.5),
             min_visible_frames=cfg.get("min_visible_frames", 2),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
         )
@@ -50,9 +52,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         w.write("pose/boxes", res.boxes, frame_chunked=False)
         w.metric(**res.diagnostics)
     elif backend == "ntu-skeleton":
+        from anonymask.models.pose.fit import FitConfig
         from anonymask.models.pose.ntu import estimate_from_ntu_skeleton
 
-        res = estimate_from_ntu_skeleton(entry.info.extra.get("skeleton"), frames.shape, get_body_model())
+        res = estimate_from_ntu_skeleton(entry.info.extra.get("skeleton"), frames.shape, get_body_model(),
+                                         fit=FitConfig(iterations=int(cfg.get("iterations", 100))),
+                                         video=entry.video_id)
         write_tracks(w, "pose", res.tracks, res.camera)
         w.metric(**res.diagnostics)
     else:
