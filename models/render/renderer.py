@@ -7,6 +7,12 @@ Calls are serialised with a lock because a GL context is current in one thread a
 Geometry is given in the OpenCV camera frame (x right, y down, z forward, metres). The scene's
 world frame IS that camera frame; the pyrender camera node carries the flip to OpenGL's
 convention (y up, looking down -z), so vertices are never copied to convert them.
+
+Shading is computed per vertex on the CPU (Lambert key/fill/rim lights fixed to the camera, a
+little Blinn-Phong gloss, linear-light maths, sRGB out) and drawn with pyrender's FLAT shader.
+On a software GL (llvmpipe) this is several times cheaper than pyrender's PBR fragment shader,
+and a body of ~7k vertices looks the same. A second, segmentation pass gives per-body ids and
+the depth, so masks and depth agree exactly.
 """
 
 from __future__ import annotations
@@ -73,31 +79,33 @@ class _NormalCache:
 
 _SRGB_TO_LINEAR = ((np.arange(256) / 255.0) ** 2.2).astype(np.float32)
 
+# Lights fixed to the camera, OpenCV frame: unit vectors from the surface TOWARDS each light.
+_LIGHTS = np.array([(-0.35, -0.55, -1.0), (0.6, -0.1, -1.0), (0.0, -0.3, 1.0)], np.float32)
+_LIGHTS /= np.linalg.norm(_LIGHTS, axis=1, keepdims=True)
+_LIGHT_GAIN = np.array([0.72, 0.30, 0.22], np.float32)  # key, fill, rim (behind, from above)
+_AMBIENT = 0.20
+_GLOSS = 0.025
 
-def _linear_colors(colors: np.ndarray) -> np.ndarray:
-    """uint8 sRGB vertex colours -> linear floats.
 
-    pyrender's shader gamma-encodes its output but (unlike textures) does not decode vertex
-    colours, which would wash every colour out. Alpha is dropped: bodies are opaque, and alpha
-    below 1 would switch pyrender to blending.
-    """
+def _albedo_linear(colors: np.ndarray) -> np.ndarray:
+    """uint8 (or 0-1 float) sRGB colours -> linear albedo; alpha is dropped (bodies are opaque)."""
     c = np.asarray(colors)[:, :3]
     if c.dtype == np.uint8:
         return _SRGB_TO_LINEAR[c]
     return np.clip(c.astype(np.float32), 0.0, 1.0) ** 2.2
 
 
-def _look_pose(direction: np.ndarray) -> np.ndarray:
-    """4x4 pose whose local -z points along direction (for pyrender directional lights)."""
-    d = direction / np.linalg.norm(direction)
-    z = -d
-    up = np.array([0.0, -1.0, 0.0]) if abs(d[1]) < 0.95 else np.array([1.0, 0.0, 0.0])
-    x = np.cross(up, z)
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    pose = np.eye(4)
-    pose[:3, 0], pose[:3, 1], pose[:3, 2] = x, y, z
-    return pose
+def shade_vertices(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray) -> np.ndarray:
+    """(V, 3) float sRGB colours of lit vertices seen from a camera at the origin (OpenCV frame)."""
+    albedo = _albedo_linear(colors)
+    lambert = np.clip(normals @ _LIGHTS.T, 0.0, None)  # (V, 3 lights)
+    light = _AMBIENT + lambert @ _LIGHT_GAIN
+    view = -vertices / np.maximum(np.linalg.norm(vertices, axis=1, keepdims=True), 1e-9)
+    half = _LIGHTS[0][None] + view
+    half /= np.maximum(np.linalg.norm(half, axis=1, keepdims=True), 1e-9)
+    spec = _GLOSS * np.clip(np.einsum("ij,ij->i", normals, half), 0.0, None) ** 24
+    lin = albedo * light[:, None] + spec[:, None]
+    return np.clip(lin, 0.0, 1.0) ** (1.0 / 2.2)
 
 
 class Renderer:
@@ -108,16 +116,11 @@ class Renderer:
         self._normals: dict[int, _NormalCache] = {}
         self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
         self.width, self.height = int(width), int(height)
-        self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.full(3, 0.20))
+        self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.zeros(3))
         self._cam = pyrender.IntrinsicsCamera(500.0, 500.0, 0.0, 0.0, znear=Z_NEAR, zfar=Z_FAR)
         self._cam_node = self._scene.add(self._cam, pose=_CV_TO_GL)
-        # Key light from above-left of the camera, fill from the right, weak rim from behind.
-        for direction, strength in (((0.35, 0.55, 1.0), 2.2), ((-0.6, 0.1, 1.0), 0.9),
-                                    ((0.0, 0.3, -1.0), 0.6)):
-            light = pyrender.DirectionalLight(color=np.ones(3), intensity=strength)
-            self._scene.add(light, pose=_look_pose(np.array(direction)))
-        self._material = pyrender.MetallicRoughnessMaterial(
-            baseColorFactor=(1.0, 1.0, 1.0, 1.0), metallicFactor=0.0, roughnessFactor=0.85)
+        self._material = pyrender.MetallicRoughnessMaterial(baseColorFactor=(1.0, 1.0, 1.0, 1.0))
+        self.pid = os.getpid()
         self._mesh_nodes: list[pyrender.Node] = []
 
     # -- size ----------------------------------------------------------------------------------
@@ -139,15 +142,22 @@ class Renderer:
             self.resize(w, h)
             self._set_camera(camera)
             seg_map = self._set_bodies(bodies)
-            color, _ = self._offscreen.render(self._scene, pyrender.RenderFlags.NONE)
+            color, _ = self._offscreen.render(self._scene, pyrender.RenderFlags.FLAT)
             seg, depth = self._offscreen.render(self._scene, pyrender.RenderFlags.SEG, seg_map)
             self._clear_bodies()
-        ids = (seg[..., 0].astype(np.int32) | (seg[..., 1].astype(np.int32) << 8)) - 1
-        ids = ids.astype(np.int16)
+        if len(bodies) < 255:
+            ids = seg[..., 0].astype(np.int16) - 1
+        else:
+            ids = ((seg[..., 0].astype(np.int32) | (seg[..., 1].astype(np.int32) << 8)) - 1).astype(np.int16)
+        background = ids < 0
         masks = ids[None] == np.arange(len(bodies), dtype=np.int16)[:, None, None]
-        depth = np.where(ids >= 0, depth, 0.0).astype(np.float32)
+        depth = np.asarray(depth, dtype=np.float32)
+        if not depth.flags.writeable:
+            depth = depth.copy()
+        depth[background] = 0.0
         # Anti-aliased fringes outside every mask are dropped so rgb is exactly black there.
-        rgb = np.where((ids >= 0)[..., None], color[..., :3], 0).astype(np.uint8)
+        rgb = np.array(color[..., :3], dtype=np.uint8, copy=True)
+        rgb[background] = 0
         return RenderOutput(rgb, depth, masks, ids)
 
     def _set_camera(self, camera: Camera) -> None:
@@ -163,7 +173,7 @@ class Renderer:
             f = np.asarray(body.faces)
             cache = self._normals.setdefault(f.shape[0], _NormalCache())
             normals = cache.normals(v, f)
-            colors = _linear_colors(body.vertex_colors)
+            colors = shade_vertices(v, normals, body.vertex_colors)
             prim = pyrender.Primitive(positions=v, normals=normals, color_0=colors,
                                       indices=f.astype(np.uint32, copy=False), material=self._material,
                                       mode=pyrender.constants.GLTF.TRIANGLES)
@@ -184,9 +194,20 @@ _CREATE_LOCK = threading.Lock()
 
 
 def get_renderer(width: int = 640, height: int = 480) -> Renderer:
-    """The process-wide renderer, resized to (width, height)."""
+    """The process-wide renderer, resized to (width, height).
+
+    EGL (and llvmpipe's worker threads) do not survive fork(): a child forked from a process
+    that already rendered cannot render at all, so it gets a clear error instead of a hang. Start
+    rendering workers with the 'spawn' or 'forkserver' method (or fork before the first render).
+    """
     global _RENDERER
     with _CREATE_LOCK:
+        if _RENDERER is not None and _RENDERER.pid != os.getpid():
+            raise RuntimeError(
+                f"renderer: process {os.getpid()} was forked from {_RENDERER.pid}, which already holds an "
+                "EGL context; GL cannot be used after fork. Start workers with the 'spawn' (or "
+                "'forkserver') multiprocessing method."
+            )
         if _RENDERER is None:
             _RENDERER = Renderer(width, height)
         else:

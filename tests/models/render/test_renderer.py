@@ -145,3 +145,42 @@ def test_render_sequence_skips_invalid_frames(model, cam):
     assert not np.array_equal(out["masks"][0, 0], out["masks"][2, 0])  # the arm moved
     union = out["masks"].any(axis=1)
     assert ((out["depth"] > 0) == union).all()
+
+
+def test_vertex_shading_follows_the_lights():
+    from anonymask.models.render.renderer import shade_vertices
+
+    pts = np.array([[0.0, 0.0, 3.0]] * 3)
+    normals = np.array([[0.0, 0.0, -1.0], [0.0, 0.0, 1.0], [-0.35, -0.55, -1.0]])
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    col = shade_vertices(pts, normals, np.array([[180, 90, 40]] * 3, np.uint8))
+    assert col[2].sum() > col[0].sum() > col[1].sum()  # facing the key light > the camera > away
+    assert (col[:, 0] > col[:, 1]).all() and (col[:, 1] > col[:, 2]).all()  # hue is kept
+    assert col.min() >= 0 and col.max() <= 1
+
+
+def _render_in_child(queue, spec, cam):
+    try:
+        get_renderer(W, H).render([spec], cam)
+        queue.put("rendered")
+    except RuntimeError as err:
+        queue.put(str(err))
+
+
+def test_forked_child_gets_a_clear_error_not_a_hang(model, cam):
+    import multiprocessing as mp
+
+    spec = _spec(model, _body(model, [0.0, 0.0, 3.0]))
+    here = int(get_renderer(W, H).render([spec], cam).masks[0].sum())  # parent context exists
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_render_in_child, args=(queue, spec, cam), daemon=True)
+    proc.start()
+    try:
+        message = queue.get(timeout=30)
+    finally:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+    assert "spawn" in message
+    assert int(get_renderer(W, H).render([spec], cam).masks[0].sum()) == here  # parent still fine
