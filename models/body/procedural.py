@@ -25,7 +25,7 @@ from scipy.interpolate import PchipInterpolator
 from .tracks import GENDERS, JOINT_INDEX, NUM_JOINTS, PARENTS
 
 NUM_VERTICES = 6890
-FORMAT_VERSION = 5  # bump when the generator changes: cached files are regenerated
+FORMAT_VERSION = 6  # bump when the generator changes: cached files are regenerated
 SHAPE_COMPONENTS: tuple[str, ...] = (
     "height", "girth", "shoulder_width", "leg_length", "arm_length", "belly", "head_size",
     "hip_width", "chest", "muscle", "torso_length", "hand_size", "foot_size", "neck_length",
@@ -308,16 +308,22 @@ def _torso(d, jt, around=42, rings=38) -> _Part:
     # Levels are fractions between hip and shoulder height (above the shoulder: neck levels).
     lv = [0.0, 0.18, 0.36, 0.55, 0.72, 0.86, 0.97]
     ys = [hip_y + f * tor_len for f in lv]
-    half_w = [0.165 * pw ** 1.5 * g, 0.168 * pw * g, 0.150 * (0.6 * pw + 0.4 * ww) * g, 0.138 * ww * g,
-              0.155 * cw * g, 0.170 * cw * (0.5 + 0.5 * sw) * g, 0.176 * sw * g]
-    half_d = [0.105 * g, 0.102 * g, 0.095 * g, 0.094 * g, 0.108 * cw * g, 0.112 * cw * g, 0.088 * g]
+    hs = (h / 1.7) ** 0.7
+    # At the hip joints the pelvis is as wide as the thighs' outer sides, so the hips run
+    # smoothly into the legs (see _leg: thigh_lateral_radius).
+    hip_x = jt[J["left_hip"]][0]
+    thigh = _thigh_lateral_radius(d)
+    half_w = [hip_x + 0.95 * thigh, hip_x + 0.93 * thigh, 0.150 * (0.6 * pw + 0.4 * ww) * g * hs,
+              0.138 * ww * g * hs, 0.155 * cw * g * hs, 0.170 * cw * (0.5 + 0.5 * sw) * g * hs, 0.176 * sw * g * hs]
+    half_d = [0.105 * g * hs, 0.102 * g * hs, 0.095 * g * hs, 0.094 * g * hs, 0.108 * cw * g * hs,
+              0.112 * cw * g * hs, 0.088 * g * hs]
     zc = [-0.018, -0.010, 0.0, 0.004, 0.006, 0.002, -0.012]
     # Shoulder slope into the neck.
-    neck_r = 0.056 * g ** 0.5 * d["muscle"] ** 0.3
+    neck_r = 0.056 * g ** 0.5 * d["muscle"] ** 0.3 * hs
     # Acromion level covers the top of the arm, then the trapezius slopes into the neck.
     ys += [sh_y + 0.012 * h, sh_y + 0.026 * h, neck_y + 0.006 * h, neck_y + 0.022 * h, head_y]
-    half_w += [0.165 * sw * g, 0.120 * sw * g, 1.15 * neck_r, neck_r, 0.95 * neck_r]
-    half_d += [0.076 * g, 0.068 * g, 1.0 * neck_r, neck_r, 0.95 * neck_r]
+    half_w += [0.165 * sw * g * hs, 0.120 * sw * g * hs, 1.15 * neck_r, neck_r, 0.95 * neck_r]
+    half_d += [0.076 * g * hs, 0.068 * g * hs, 1.0 * neck_r, neck_r, 0.95 * neck_r]
     zc += [-0.016, -0.020, -0.018, -0.012, -0.004]
     fw, fd, fz = _pchip(ys, half_w), _pchip(ys, half_d), _pchip(ys, zc)
     y = _cap_samples(bottom, top, cap_b, 0.02 * h, rings)
@@ -447,9 +453,15 @@ def _limb(name, points, radii_u, radii_v, at, ref, around, rings, cap0, cap1, ex
     return _Part(name, verts, faces, axial, chain, parent)
 
 
+def _thigh_lateral_radius(d) -> float:
+    """Half-width of the thigh at the hip joint (wider pelvis, wider thigh tops)."""
+    return 0.086 * d["stature"] / 1.7 * d["girth"] * d["thigh"] * d["pelvis_w"]
+
+
 def _leg(d, jt, side, around=20, rings=34) -> _Part:
     h, g, m = d["stature"], d["girth"], d["muscle"]
     th = d["thigh"]
+    pw = d["pelvis_w"]
     pts = np.array([jt[J[f"{side}_hip"]], jt[J[f"{side}_knee"]], jt[J[f"{side}_ankle"]]])
     # knot units: 0 hip, 1 knee, 2 ankle (fractions in between).
     at = [-0.25, 0.0, 0.3, 0.7, 1.0, 1.25, 1.55, 1.9, 2.0, 2.2]
@@ -457,8 +469,9 @@ def _leg(d, jt, side, around=20, rings=34) -> _Part:
     ru = np.array([0.080, 0.090, 0.080, 0.064, 0.052, 0.056, 0.050, 0.036, 0.034, 0.034]) * h / 1.7
     rv = np.array([0.070, 0.086, 0.076, 0.062, 0.050, 0.052, 0.046, 0.032, 0.030, 0.030]) * h / 1.7
     scale = np.array([g * th, g * th, g * th, gm * th, gm, gm, gm, g, g, g])
+    lat = scale * np.array([pw, pw, pw ** 0.7, pw ** 0.3, 1, 1, 1, 1, 1, 1])
     off = np.array([0.0, -0.008, 0.004, 0.004, 0.0, -0.010, -0.012, -0.004, 0.0, 0.0]) * h / 1.7
-    return _limb(f"{side}_leg", pts, ru * scale, rv * scale, at, np.array([0.0, 0.0, 1.0]), around, rings,
+    return _limb(f"{side}_leg", pts, ru * scale, rv * lat, at, np.array([0.0, 0.0, 1.0]), around, rings,
                  0.06 * h, 0.025 * h, 0.065 * h, 0.02 * h,
                  [J[f"{side}_hip"], J[f"{side}_knee"], J[f"{side}_ankle"]],
                  [0.05 * h, 0.04 * h, 0.025 * h], J["pelvis"], offsets_u=off)
