@@ -220,7 +220,9 @@ def render_sequence(body_model, tracks: list, avatars: list, camera: Camera) -> 
     """Render T frames of several tracks: rgb (T,H,W,3), depth (T,H,W), masks (T,N,H,W).
 
     tracks[i] is drawn with avatars[i]; a track whose valid[t] is False is left out of frame t
-    (its mask there is empty). All tracks must have the same number of frames.
+    (its mask there is empty). All tracks must have the same number of frames. Also returns the
+    posed ``joints`` (T,N,52,3) and ``keypoints`` (T,N,21,3, KEYPOINT_NAMES) in the camera frame,
+    NaN where a track is not valid, so callers need not pose the bodies a second time.
     """
     if len(tracks) != len(avatars):
         raise ValueError(f"render_sequence: {len(tracks)} tracks but {len(avatars)} avatars")
@@ -233,20 +235,28 @@ def render_sequence(body_model, tracks: list, avatars: list, camera: Camera) -> 
     rgb = np.zeros((t, h, w, 3), np.uint8)
     depth = np.zeros((t, h, w), np.float32)
     masks = np.zeros((t, n, h, w), bool)
+    joints = np.full((t, n, 52, 3), np.nan, np.float32)
+    keypoints = np.full((t, n, 21, 3), np.nan, np.float32)
+    out = {"rgb": rgb, "depth": depth, "masks": masks, "joints": joints, "keypoints": keypoints}
     if t == 0 or n == 0:
-        return {"rgb": rgb, "depth": depth, "masks": masks}
+        return out
     renderer = get_renderer(w, h)
     # The track's own betas shape the body (the caller chooses them, e.g. an avatar's betas);
     # the avatar supplies the colours.
-    posed = [body_model.pose_track(tr).vertices for tr in tracks]
+    posed = []
+    for i, tr in enumerate(tracks):
+        body = body_model.pose_track(tr)
+        joints[tr.valid, i] = body.joints[tr.valid]
+        keypoints[tr.valid, i] = body.keypoints[tr.valid]
+        posed.append(body.vertices)
     faces = body_model.faces
     for f in range(t):
         present = [i for i in range(n) if tracks[i].valid[f]]
         if not present:
             continue
         specs = [MeshSpec(posed[i][f], faces, avatars[i].vertex_colors) for i in present]
-        out = renderer.render(specs, camera)
-        rgb[f], depth[f] = out.rgb, out.depth
+        res = renderer.render(specs, camera)
+        rgb[f], depth[f] = res.rgb, res.depth
         for k, i in enumerate(present):
-            masks[f, i] = out.masks[k]
-    return {"rgb": rgb, "depth": depth, "masks": masks}
+            masks[f, i] = res.masks[k]
+    return out

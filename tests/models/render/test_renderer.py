@@ -145,6 +145,14 @@ def test_render_sequence_skips_invalid_frames(model, cam):
     assert not np.array_equal(out["masks"][0, 0], out["masks"][2, 0])  # the arm moved
     union = out["masks"].any(axis=1)
     assert ((out["depth"] > 0) == union).all()
+    assert out["joints"].shape == (t, 2, 52, 3) and out["keypoints"].shape == (t, 2, 21, 3)
+    assert np.isnan(out["joints"][1, 1]).all() and not np.isnan(out["joints"][[0, 2], 1]).any()
+    posed = model.pose_track(tracks[0])
+    assert np.allclose(out["joints"][:, 0], posed.joints) and np.allclose(out["keypoints"][:, 0], posed.keypoints)
+    # the pelvis joint projects onto its own body's mask
+    for f in range(t):
+        u, v = np.round(cam.project(out["joints"][f, 0, 0])).astype(int)
+        assert out["masks"][f, 0, v, u]
 
 
 def test_vertex_shading_follows_the_lights():
