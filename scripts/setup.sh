@@ -13,11 +13,12 @@ TORCH=${TORCH:-cpu}
 VENV=.venv
 
 apt_need=()
-for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 libglib2.0-0; do
+# EGL for offscreen rendering; chromium renders the preview page in its test.
+for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 libglib2.0-0 chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || apt_need+=("$pkg")
 done
 if [ ${#apt_need[@]} -gt 0 ]; then
-  echo "setup: apt-get install ${apt_need[*]} (offscreen rendering)"
+  echo "setup: apt-get install ${apt_need[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${apt_need[@]}" >/dev/null
 fi
