@@ -31,6 +31,20 @@ if not hasattr(np, "infty"):
     np.infty = np.inf  # pyrender still uses np.infty (removed in numpy 2)
 
 import pyrender  # noqa: E402
+import pyrender.renderer as _pyrender_renderer  # noqa: E402
+
+# pyrender always allocates 4x multisampled framebuffers. On a software GL (llvmpipe) that
+# doubles the cost of a frame, so the sample count goes through this switch (see Renderer).
+_MSAA = {"samples": 4}
+_ORIG_STORAGE_MS = _pyrender_renderer.glRenderbufferStorageMultisample
+
+
+def _storage_multisample(target, samples, internal_format, width, height):
+    return _ORIG_STORAGE_MS(target, _MSAA["samples"], internal_format, width, height)
+
+
+_pyrender_renderer.glRenderbufferStorageMultisample = _storage_multisample
+ENV_ANTIALIAS = "ANONYMASK_RENDER_AA"  # "auto" (default: only on hardware GL), "1" or "0"
 
 _CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])  # camera node pose: OpenCV world, OpenGL camera
 Z_NEAR, Z_FAR = 0.05, 200.0
@@ -115,6 +129,11 @@ class Renderer:
         self._lock = threading.RLock()
         self._normals: dict[int, _NormalCache] = {}
         self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
+        self.gl_renderer = self._gl_renderer_name()
+        mode = os.environ.get(ENV_ANTIALIAS, "auto").strip().lower()
+        software = any(k in self.gl_renderer.lower() for k in ("llvmpipe", "softpipe", "swrast"))
+        self.antialias = (not software) if mode == "auto" else mode in ("1", "true", "yes", "on")
+        _MSAA["samples"] = 4 if self.antialias else 0
         self.width, self.height = int(width), int(height)
         self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.zeros(3))
         self._cam = pyrender.IntrinsicsCamera(500.0, 500.0, 0.0, 0.0, znear=Z_NEAR, zfar=Z_FAR)
@@ -122,6 +141,17 @@ class Renderer:
         self._material = pyrender.MetallicRoughnessMaterial(baseColorFactor=(1.0, 1.0, 1.0, 1.0))
         self.pid = os.getpid()
         self._mesh_nodes: list[pyrender.Node] = []
+
+    def _gl_renderer_name(self) -> str:
+        from OpenGL.GL import GL_RENDERER, glGetString
+
+        platform = self._offscreen._platform
+        platform.make_current()
+        try:
+            name = glGetString(GL_RENDERER)
+        finally:
+            platform.make_uncurrent()
+        return name.decode() if isinstance(name, bytes) else str(name)
 
     # -- size ----------------------------------------------------------------------------------
     def resize(self, width: int, height: int) -> None:
