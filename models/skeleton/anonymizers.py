@@ -7,6 +7,7 @@ privacy term pays for; the reconstruction term measures exactly that displacemen
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -121,6 +122,36 @@ def build_anonymizer(config: dict[str, Any]) -> nn.Module:
     if kind == "unet":
         return UNetAnonymizer(**cfg)
     raise ValueError(f"unknown anonymizer kind {kind!r} (mlp, unet)")
+
+
+def save_anonymizer(path: str | Path, row: dict[str, Any]) -> Path:
+    """Write an experiment row with ``anonymizer_state`` as a checkpoint: the weights, the config
+    to rebuild them, the normalisation they expect and the row's evaluation (scalars only)."""
+    if "anonymizer_state" not in row:
+        raise ValueError("the row has no anonymizer_state (run the experiment with keep_states=True)")
+    evaluation = {k: v for k, v in row.items() if isinstance(v, (int, float, str, type(None)))}
+    payload = {
+        "config": dict(row["anonymizer_config"]),
+        "state_dict": row["anonymizer_state"],
+        "normalization": dict(row.get("normalization") or {"root_joint": 0, "align_hips": None}),
+        "evaluation": evaluation,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
+    return path
+
+
+def load_anonymizer(path: str | Path) -> tuple[nn.Module, dict[str, Any]]:
+    """(anonymizer in eval mode, checkpoint metadata: config, normalization, evaluation)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: anonymizer checkpoint not found")
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    model = build_anonymizer(payload["config"])
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    return model, {k: v for k, v in payload.items() if k != "state_dict"}
 
 
 @torch.no_grad()

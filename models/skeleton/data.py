@@ -4,6 +4,10 @@ Conventions: one sequence is an array (T, J, 3) float32 of joint positions in me
 (B, T, J, 3)); J = 25 for NTU Kinect joints, 22 (body) or 52 (with fingers) for SMPL-H joints of
 pose tracks. Joint order follows :mod:`anonymask.models.skeleton.graphs`.
 
+Vertical axis: y in both sources (up in the Kinect frame of NTU, down in the OpenCV camera frame of
+the pose tracks), so ``up_axis=1`` aligns either; keep one source per experiment. For SMPL-H tracks
+use the 22 body joints (:func:`body_joints`): finger joints of monocular fits are mostly noise.
+
 Normalisation removes only what says nothing about the person: where the camera stood (absolute
 position) and, optionally, which way the body faces. It keeps the scale: bone lengths and
 proportions are genuine identity cues, so an attacker must be allowed to use them and the anonymizer
@@ -86,6 +90,12 @@ def denormalize_sequence(x_norm: np.ndarray, params: dict[str, np.ndarray]) -> n
     offset is per sequence, e.g. after an anonymizer that keeps T)."""
     x = np.einsum("...tji,...ik->...tjk", np.asarray(x_norm, np.float64), params["rotation"].astype(np.float64))
     return (x + params["offset"]).astype(np.float32)
+
+
+def body_joints(x: np.ndarray) -> np.ndarray:
+    """The 22 SMPL body joints of SMPL-H joints (..., 52, 3); other joint sets pass through."""
+    x = np.asarray(x)
+    return x[..., :22, :] if x.shape[-2] == 52 else x
 
 
 # ----------------------------------------------------------------------------- fixed length

@@ -192,7 +192,8 @@ def run_skeleton_experiment(
 
     Rows: method, name, alpha, beta, sigma, action_acc, reid_acc, gender_acc (if genders),
     recon_error, *_acc_frozen, score, seconds, and for adversarial rows ``anonymizer_config``
-    (+ ``anonymizer_state`` if ``keep_states``; rebuild with ``build_anonymizer(config)``).
+    and ``normalization`` (+ ``anonymizer_state`` if ``keep_states``; save it with
+    :func:`~anonymask.models.skeleton.anonymizers.save_anonymizer`).
     """
     t_start = time.time()
     say = log or (lambda _msg: None)
@@ -268,6 +269,7 @@ def run_skeleton_experiment(
             row: dict[str, Any] = {
                 "method": "adversarial", "alpha": float(alpha), "beta": float(beta),
                 "anonymizer_config": dict(anon.config), "train_history": history[-1] if history else {},
+                "normalization": {"root_joint": root_joint, "align_hips": list(align_hips) if align_hips else None},
                 "_extra_seconds": time.time() - t0,
             }
             if keep_states:

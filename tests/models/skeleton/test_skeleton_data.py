@@ -6,6 +6,7 @@ from anonymask.errors import DatasetError
 from anonymask.models.skeleton.data import (
     NTULoadReport,
     SkeletonDataset,
+    body_joints,
     denormalize_sequence,
     from_ntu_skeletons,
     load_genders_csv,
@@ -217,3 +218,10 @@ def test_from_ntu_skeletons_reads_real_format_files(tmp_path, synthetic):
     broken.write_text("\n".join(a.read_text().splitlines()[:40]))  # truncated mid-frame
     with pytest.raises(DatasetError, match="S001C001P005R001A003.skeleton"):
         from_ntu_skeletons([a, broken])
+
+
+def test_body_joints_drops_smplh_fingers():
+    x = np.arange(2 * 52 * 3, dtype=np.float32).reshape(2, 52, 3)
+    np.testing.assert_array_equal(body_joints(x), x[:, :22])
+    y = np.zeros((4, 25, 3))
+    assert body_joints(y) is not None and body_joints(y).shape == (4, 25, 3)
