@@ -105,6 +105,26 @@ def relaxed_hand_pose(side: str = "left") -> np.ndarray:
     return pose.reshape(-1)
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS = {"active": 0, "saved": 1}
+
+
+def _single_thread_enter() -> None:
+    """torch's thread count is process-wide: switch it once for overlapping callers (threads)."""
+    with _THREADS_LOCK:
+        if _THREADS["active"] == 0:
+            _THREADS["saved"] = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _THREADS["active"] += 1
+
+
+def _single_thread_exit() -> None:
+    with _THREADS_LOCK:
+        _THREADS["active"] -= 1
+        if _THREADS["active"] == 0:
+            torch.set_num_threads(_THREADS["saved"])
+
+
 class BodyModel:
     """SMPL-H forward kinematics and skinning for batches of frames (numpy in, numpy out)."""
 
@@ -144,10 +164,9 @@ class BodyModel:
         verts = np.empty((t, self.num_vertices, 3), np.float32)
         joints = np.empty((t, NUM_JOINTS, 3), np.float32)
         keyp = np.empty((t, 21, 3), np.float32)
-        threads = torch.get_num_threads()
         small = t <= 4 and self.device.type == "cpu"
-        if small:  # one body: a single thread is 4x faster than two (thread start-up dominates)
-            torch.set_num_threads(1)
+        if small:  # a frame or two: one thread is ~4x faster than two (thread start-up dominates)
+            _single_thread_enter()
         try:
             with torch.no_grad():
                 for a in range(0, t, _CHUNK):
@@ -164,7 +183,7 @@ class BodyModel:
                     keyp[a:b] = jo[:, NUM_JOINTS: NUM_JOINTS + 21]
         finally:
             if small:
-                torch.set_num_threads(threads)
+                _single_thread_exit()
         return BodyOutput(verts, joints, keyp)
 
     __call__ = forward

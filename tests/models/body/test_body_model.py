@@ -112,3 +112,26 @@ def test_missing_real_files_raise_a_clear_error(tmp_path, monkeypatch):
         BodyModel(gender="female")
     assert isinstance(err.value, MissingWeightsError)
     assert "SMPLH_FEMALE.npz" in str(err.value) and str(tmp_path) in str(err.value)
+
+
+def test_concurrent_small_batches_restore_the_thread_count(model):
+    import threading
+
+    import torch
+
+    before = torch.get_num_threads()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(5):
+                model.forward(np.zeros(10), np.zeros((1, 3)), _pose(), transl=np.zeros((1, 3)))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and torch.get_num_threads() == before
