@@ -146,6 +146,7 @@ class BodyModel:
         self.num_vertices = int(self._smplx.v_template.shape[0])
         self.lbs_weights = self._smplx.lbs_weights.detach().cpu().numpy().astype(np.float32)
         self.v_template = self._smplx.v_template.detach().cpu().numpy().astype(np.float32)
+        self._zero_posedirs = not bool(self._smplx.posedirs.abs().max() > 0)
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, betas, global_orient, body_pose, left_hand_pose=None, right_hand_pose=None,
@@ -175,10 +176,9 @@ class BodyModel:
                     def tt(x, a=a, b=b):
                         return torch.from_numpy(np.ascontiguousarray(x[a:b])).to(self.device)
 
-                    out = self._smplx(betas=tt(be), global_orient=tt(go), body_pose=tt(bp),
-                                      left_hand_pose=tt(lh), right_hand_pose=tt(rh), transl=tt(tr))
-                    verts[a:b] = out.vertices.cpu().numpy()
-                    jo = out.joints.cpu().numpy()
+                    v_out, j_out = self._run(tt(be), tt(go), tt(bp), tt(lh), tt(rh), tt(tr))
+                    verts[a:b] = v_out.cpu().numpy()
+                    jo = j_out.cpu().numpy()
                     joints[a:b] = jo[:, :NUM_JOINTS]
                     keyp[a:b] = jo[:, NUM_JOINTS: NUM_JOINTS + 21]
         finally:
@@ -187,6 +187,31 @@ class BodyModel:
         return BodyOutput(verts, joints, keyp)
 
     __call__ = forward
+
+    def _run(self, betas, go, bp, lh, rh, tr, use_smplx: bool | None = None):
+        """(vertices, joints + smplx's extra keypoints) for one batch of torch tensors.
+
+        Without pose-corrective shapes (the procedural model) the skinning is done here with
+        smplx's own building blocks, skipping the (T, 459) x (459, 3V) product of all-zero
+        posedirs, which is ~2/3 of the time of a single frame. Real files go through smplx.
+        """
+        s = self._smplx
+        if use_smplx if use_smplx is not None else not self._zero_posedirs:
+            out = s(betas=betas, global_orient=go, body_pose=bp, left_hand_pose=lh, right_hand_pose=rh,
+                    transl=tr)
+            return out.vertices, out.joints
+        from smplx.lbs import batch_rigid_transform, batch_rodrigues, blend_shapes, vertices2joints
+
+        n = go.shape[0]
+        pose = torch.cat([go, bp, lh + s.left_hand_mean, rh + s.right_hand_mean], dim=1)
+        v_shaped = s.v_template + blend_shapes(betas, s.shapedirs)
+        joints = vertices2joints(s.J_regressor, v_shaped)
+        rot = batch_rodrigues(pose.reshape(-1, 3)).reshape(n, -1, 3, 3)
+        j_posed, rel = batch_rigid_transform(rot, joints, s.parents, dtype=v_shaped.dtype)
+        tf = torch.matmul(s.lbs_weights, rel.reshape(n, -1, 16)).reshape(n, -1, 4, 4)
+        verts = torch.einsum("bvij,bvj->bvi", tf[..., :3, :3], v_shaped) + tf[..., :3, 3]
+        keyp = s.vertex_joint_selector(verts, j_posed)
+        return verts + tr[:, None], keyp + tr[:, None]
 
     def pose_track(self, track: SMPLHTrack) -> BodyOutput:
         """All frames of a track (invalid frames are posed too; callers skip them)."""

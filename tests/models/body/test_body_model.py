@@ -135,3 +135,18 @@ def test_concurrent_small_batches_restore_the_thread_count(model):
     for th in threads:
         th.join()
     assert not errors and torch.get_num_threads() == before
+
+
+def test_fast_skinning_matches_smplx(model):
+    import torch
+
+    assert model._zero_posedirs  # the procedural model has no pose-corrective shapes
+    rng = np.random.default_rng(3)
+    t = 3
+    args = [torch.tensor(rng.normal(0, s, shape), dtype=torch.float32) for s, shape in
+            ((0.8, (t, 10)), (0.5, (t, 3)), (0.4, (t, 63)), (0.4, (t, 45)), (0.4, (t, 45)), (1.0, (t, 3)))]
+    with torch.no_grad():
+        v_fast, j_fast = model._run(*args, use_smplx=False)
+        v_ref, j_ref = model._run(*args, use_smplx=True)
+    assert torch.allclose(v_fast, v_ref, atol=1e-5) and torch.allclose(j_fast, j_ref, atol=1e-5)
+    assert j_fast.shape[1] == 52 + 21
