@@ -124,6 +124,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_benchmarks(out_dir=Path(args.out), only=args.only, quick=args.quick)
 
 
+# ---------------------------------------------------------------------------- training
+def cmd_train(args: argparse.Namespace) -> int:
+    from anonymask.config import parse_overrides
+    from anonymask.flows.train import train
+
+    state = train(
+        mode=args.mode, dataset=args.dataset, store=args.store, epsilon=args.epsilon, variant=args.variant,
+        mask_source=args.mask_source, overrides=parse_overrides(args.set), run_name=args.run_name,
+        runs_dir=args.runs_dir, until_epoch=args.until_epoch, progress_bar=not args.no_progress,
+        return_state=True,
+    )  # fmt: skip
+    if not state.is_completed():
+        print(f"{state.name}: {state.message}", file=sys.stderr)
+        return 1
+    res = state.result()
+    m = res["metrics"]
+    eps = m["epsilon"]
+    print(f"{res['run']}: top-1 {m['top1']:.4f}  mean per-class {m['mean_class_acc']:.4f}  "
+          f"epsilon {eps if isinstance(eps, str) else format(eps, '.4g')} ({m['accountant']})")
+    print(f"run folder: {res['run_dir']}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from anonymask.report import write_report
+
+    out = Path(args.out) if args.out else Path(args.runs_dir) / "report"
+    res = write_report(args.runs_dir, out, metric=args.metric, include_incomplete=args.include_incomplete)
+    for dataset, files in res["datasets"].items():
+        print(files["table"])
+        print(f"{dataset}: {files['csv']}  {files['markdown']}  {files['plot']}")
+    print(f"{res['runs']} runs: {res['runs_csv']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -180,6 +215,31 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-anonymize", action="store_true", help="only build the data and the store")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("train", help="train the action model (non-private, DP-SGD, MaskDP, FP-DP) in-process")
+    s.add_argument("--mode", required=True, choices=["nonprivate", "dp", "maskdp", "fpdp"])
+    s.add_argument("--dataset", required=True, help="demo, synthetic, ntu, ntu120, tsh, ucf101, hmdb51")
+    s.add_argument("--store", default=None, help="store path/URL (default $ANONYMASK_DATA/stores/<dataset>.zarr)")
+    s.add_argument("--epsilon", type=float, default=None, help="target epsilon of the DP modes")
+    s.add_argument("--variant", default=None, choices=["real", "render", "rend_diff"],
+                   help="training video: raw (Real), Render, or Rend.+Diff")
+    s.add_argument("--mask-source", default=None, choices=["r", "q", "none", "auto"],
+                   help="public pixel mask (auto: MaskDP on real uses q = Real*, else r)")
+    s.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="settings of anonymask/train_config.py, e.g. epochs=20 batch_size=64 size=[112,112]")
+    s.add_argument("--run-name", default=None, help="run folder name (default from the settings)")
+    s.add_argument("--runs-dir", default=None, help="default $ANONYMASK_DATA/runs")
+    s.add_argument("--until-epoch", type=int, default=None, help="stop after this epoch (resume later)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("report", help="accuracy-vs-epsilon tables (CSV, markdown) and plot from run folders")
+    s.add_argument("runs_dir", help="folder of run folders (e.g. $ANONYMASK_DATA/runs)")
+    s.add_argument("--out", default=None, help="output folder (default RUNS_DIR/report)")
+    s.add_argument("--metric", default="auto", choices=["auto", "top1", "mean_class_acc", "clip_top1"],
+                   help="auto: mean per-class accuracy on tsh, top-1 elsewhere")
+    s.add_argument("--include-incomplete", action="store_true", help="also runs stopped before their last epoch")
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("bench", help="run the benchmarks, write JSON")
     s.add_argument("--out", default="bench-results")

@@ -1,0 +1,205 @@
+"""Accuracy-vs-epsilon tables (like the MaskDP paper's Tables 1-2) from finished training runs.
+
+Reads every ``<runs_dir>/<run>/metrics.json`` (written by the ``train`` flow; the privacy numbers
+come from the run's own privacy report), groups runs by dataset, then by row (training data
+variant: Real, Real*, Render, Rend.+Diff) x mode, with one column per target epsilon and a last
+"non-private" column. Several runs in one cell (e.g. seeds) are averaged, with their spread and
+count shown. Writes per dataset ``accuracy_<dataset>.csv``, ``.md`` and ``.png`` (matplotlib, Agg)
+and ``runs.csv`` listing every run with its achieved epsilon under each accountant.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROW_ORDER = ("Real", "Real*", "Render", "Rend.+Diff")
+MODE_ORDER = ("nonprivate", "dpsgd", "maskdp", "fpdp")
+MODE_LABELS = {"nonprivate": "Non-private", "dpsgd": "DP-SGD", "maskdp": "MaskDP", "fpdp": "FP-DP"}
+METRICS = ("top1", "mean_class_acc", "clip_top1")
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return math.inf if v == "inf" else float(v)
+    return float(v)
+
+
+def collect_runs(runs_dir: str | Path, include_incomplete: bool = False) -> list[dict[str, Any]]:
+    """Metrics of every run folder (sorted by name); incomplete runs are left out by default."""
+    runs = []
+    for path in sorted(Path(runs_dir).glob("*/metrics.json")):
+        m = json.loads(path.read_text())
+        if not include_incomplete and not m.get("complete", True):
+            continue
+        m["target_epsilon"] = _num(m.get("target_epsilon"))
+        m["epsilon"] = _num(m.get("epsilon"))
+        m["epsilon_other"] = {k: _num(v) for k, v in (m.get("epsilon_other") or {}).items()}
+        m["run_dir"] = str(path.parent)
+        runs.append(m)
+    return runs
+
+
+def default_metric(dataset: str) -> str:
+    """Toyota Smarthome is reported as mean per-class accuracy (its classes are unbalanced)."""
+    return "mean_class_acc" if dataset == "tsh" else "top1"
+
+
+def _row_key(m: dict[str, Any]) -> tuple[int, int, str, str]:
+    row, mode = m["row"], m["mode"]
+    ri = ROW_ORDER.index(row) if row in ROW_ORDER else len(ROW_ORDER)
+    mi = MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+    return ri, mi, row, mode
+
+
+def _eps_label(eps: float) -> str:
+    return "non-private" if math.isinf(eps) else f"eps={eps:g}"
+
+
+def accuracy_table(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """{"columns": [eps...], "rows": [{"row", "mode", "cells": {eps: (mean, std, n)}}]} of one
+    dataset's runs (non-private runs sit in the inf column)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
+    cells: dict[tuple, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    columns: set[float] = set()
+    for m in runs:
+        eps = math.inf if m["mode"] == "nonprivate" else m["target_epsilon"]
+        value = m.get(metric)
+        if value is None or eps is None:
+            continue
+        columns.add(eps)
+        cells[_row_key(m)][eps].append(float(value))
+    cols = sorted(columns)
+    rows = []
+    for key in sorted(cells):
+        out = {}
+        for eps, vals in cells[key].items():
+            mean = sum(vals) / len(vals)
+            std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
+            out[eps] = (mean, std, len(vals))
+        rows.append({"row": key[2], "mode": key[3], "cells": out})
+    return {"columns": cols, "rows": rows, "metric": metric}
+
+
+def _cell_text(cell: tuple[float, float, int] | None) -> str:
+    if cell is None:
+        return "-"
+    mean, std, n = cell
+    return f"{100 * mean:.1f}" + (f" ± {100 * std:.1f} (n={n})" if n > 1 else "")
+
+
+def table_markdown(dataset: str, table: dict[str, Any]) -> str:
+    cols = table["columns"]
+    head = ["data", "method"] + [_eps_label(e) for e in cols]
+    lines = [
+        f"Accuracy (%) on {dataset}, metric {table['metric']}",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in table["rows"]:
+        vals = [_cell_text(r["cells"].get(e)) for e in cols]
+        lines.append("| " + " | ".join([r["row"], MODE_LABELS.get(r["mode"], r["mode"]), *vals]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table_csv(path: Path, table: dict[str, Any]) -> None:
+    cols = table["columns"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["data", "method", *[_eps_label(e) for e in cols], *[f"n@{_eps_label(e)}" for e in cols]])
+        for r in table["rows"]:
+            cells = [r["cells"].get(e) for e in cols]
+            w.writerow([r["row"], MODE_LABELS.get(r["mode"], r["mode"]),
+                        *["" if c is None else f"{c[0]:.6f}" for c in cells],
+                        *["" if c is None else c[2] for c in cells]])  # fmt: skip
+
+
+def write_runs_csv(path: Path, runs: list[dict[str, Any]]) -> None:
+    others = sorted({k for m in runs for k in m["epsilon_other"]})
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "dataset", "data", "mode", "seed", "target_epsilon", "epsilon", "accountant",
+                    *[f"epsilon_{k}" for k in others], "delta", "sigma", "epochs", "steps", "top1",
+                    "mean_class_acc", "clip_top1"])  # fmt: skip
+        for m in runs:
+            w.writerow([m["run"], m["dataset"], m["row"], m["mode"], m.get("seed"), m["target_epsilon"],
+                        m["epsilon"], m.get("accountant"), *[m["epsilon_other"].get(k, "") for k in others],
+                        m.get("delta"), m.get("sigma"), m.get("epochs"), m.get("steps"), m.get("top1"),
+                        m.get("mean_class_acc"), m.get("clip_top1")])  # fmt: skip
+
+
+def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
+    """Accuracy vs target epsilon (log x); non-private runs as dashed horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"dpsgd": "tab:blue", "maskdp": "tab:red", "fpdp": "tab:green", "nonprivate": "black"}
+    markers = {"Real": "o", "Real*": "*", "Render": "s", "Rend.+Diff": "^"}
+    finite = [e for e in table["columns"] if not math.isinf(e)]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    for r in table["rows"]:
+        label = f"{r['row']} / {MODE_LABELS.get(r['mode'], r['mode'])}"
+        if r["mode"] == "nonprivate":
+            cell = r["cells"].get(math.inf)
+            if cell is not None:
+                ax.axhline(100 * cell[0], color="gray", ls="--", lw=1)
+                ax.annotate(f"{label} {100 * cell[0]:.1f}", (finite[0] if finite else 1.0, 100 * cell[0]),
+                            fontsize=7, color="gray", va="bottom")  # fmt: skip
+            continue
+        xs = [e for e in finite if e in r["cells"]]
+        ys = [100 * r["cells"][e][0] for e in xs]
+        errs = [100 * r["cells"][e][1] for e in xs]
+        ax.errorbar(xs, ys, yerr=errs, marker=markers.get(r["row"], "x"), color=colors.get(r["mode"]),
+                    ls="-" if r["row"] != "Real*" else ":", capsize=2, label=label)  # fmt: skip
+    if finite:
+        ax.set_xscale("log")
+        ax.set_xticks(finite)
+        ax.set_xticklabels([f"{e:g}" for e in finite])
+    ax.set_xlabel("target epsilon")
+    ax.set_ylabel(f"{table['metric']} (%)")
+    ax.set_title(f"{dataset}: accuracy vs privacy budget")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_report(
+    runs_dir: str | Path, out_dir: str | Path, metric: str = "auto", include_incomplete: bool = False
+) -> dict[str, Any]:
+    """Tables, plots and the run list of every dataset found; returns the written paths."""
+    runs = collect_runs(runs_dir, include_incomplete)
+    if not runs:
+        raise FileNotFoundError(f"{runs_dir}: no finished training run (no */metrics.json)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Any] = {"runs": len(runs), "datasets": {}}
+    write_runs_csv(out / "runs.csv", runs)
+    written["runs_csv"] = str(out / "runs.csv")
+    for dataset in sorted({m["dataset"] for m in runs}):
+        mine = [m for m in runs if m["dataset"] == dataset]
+        table = accuracy_table(mine, default_metric(dataset) if metric == "auto" else metric)
+        stem = out / f"accuracy_{dataset}"
+        md = table_markdown(dataset, table)
+        stem.with_suffix(".md").write_text(md)
+        write_table_csv(stem.with_suffix(".csv"), table)
+        plot_table(stem.with_suffix(".png"), dataset, table)
+        written["datasets"][dataset] = {
+            "markdown": str(stem.with_suffix(".md")),
+            "csv": str(stem.with_suffix(".csv")),
+            "plot": str(stem.with_suffix(".png")),
+            "table": md,
+        }
+    return written

@@ -1,0 +1,165 @@
+"""The train flow through real Prefect, Zarr and the trainer on a tiny synthetic action store:
+every mode, the privacy report's fields and numbers, cache reuse, resume, settings."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.models.privacy.accountant import epsilon as account
+from anonymask.storage.store import DatasetStore
+from anonymask.train_config import default_run_name, train_settings
+
+TINY = {
+    "size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4, "noise_seed": 0,
+    "sampling_seed": 0, "compare_accountants": [], "fpdp_public_size": 4, "fpdp_k": 2,
+}  # fmt: skip
+PRIVACY_FIELDS = {"mode", "epsilon", "delta", "sigma", "q", "steps", "C", "accountant", "mask_policy",
+                  "dataset_fingerprint"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    url = str(tmp_path_factory.mktemp("train") / "syn.zarr")
+    make_synthetic_store(url, num_classes=3, videos_per_class={"train": 4, "test": 2}, frames=10, size=(32, 32))
+    return url
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def run(store, runs, mode, **kw):
+    from anonymask.flows.train import train
+
+    overrides = dict(TINY, **kw.pop("overrides", {}))
+    state = train(mode=mode, dataset="synthetic", store=store, runs_dir=str(runs), overrides=overrides,
+                  return_state=True, **kw)  # fmt: skip
+    assert state.is_completed(), state.message
+    return state.result()
+
+
+@pytest.mark.parametrize(
+    ("mode", "variant", "row"),
+    [("nonprivate", "render", "Render"), ("dp", "render", "Render"), ("maskdp", "render", "Render"),
+     ("maskdp", "real", "Real*"), ("fpdp", "real", "Real")],
+)  # fmt: skip
+def test_each_mode_writes_metrics_and_privacy_report(prefect_api, store, tmp_path, mode, variant, row):
+    overrides = {"compare_accountants": ["pld"]} if mode == "dp" else {}
+    res = run(store, tmp_path, mode, epsilon=4.0, variant=variant, overrides=overrides)
+    run_dir = tmp_path / res["run"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    privacy = json.loads((run_dir / "privacy.json").read_text())
+    assert (run_dir / "checkpoint.pt").is_file() and (run_dir / "result.md").is_file()
+    assert metrics["row"] == row and metrics["complete"] and metrics["epochs"] == 1
+    assert 0.0 <= metrics["top1"] <= 1.0 and 0.0 <= metrics["mean_class_acc"] <= 1.0
+    assert set(metrics["per_class_acc"]) == {"action0", "action1", "action2"}
+    assert metrics["eval_videos"] == 6
+    assert PRIVACY_FIELDS <= set(privacy)
+    assert len(privacy["dataset_fingerprint"]) == 64
+    trainer_mode = {"dp": "dpsgd"}.get(mode, mode)
+    assert privacy["mode"] == trainer_mode and metrics["mode"] == trainer_mode
+    if mode == "nonprivate":
+        assert privacy["epsilon"] == "inf" and metrics["epsilon"] == "inf"
+        return
+    eps = float(privacy["epsilon"])
+    assert math.isfinite(eps) and 0.9 * 4.0 <= eps <= 4.0 + 1e-6
+    assert privacy["accountant"] == "rdp" and privacy["C"] == 1.0 and privacy["delta"] == 1e-5
+    # the report's numbers are what an independent accountant call gives for its (q, sigma, steps)
+    assert account(privacy["q"], privacy["sigma"], privacy["steps"], privacy["delta"], "rdp") == pytest.approx(eps)
+    n_train = 12 - (1 if mode == "fpdp" else 0)  # FP-DP holds one video out as its public set
+    assert privacy["q"] == pytest.approx(4 / n_train)
+    assert metrics["train_clips"] == n_train
+    if mode == "dp":
+        assert 0 < privacy["epsilon_other"]["pld"] <= eps  # the tight accountant beside RDP
+    if mode == "maskdp":
+        assert f"mask_source={'q' if variant == 'real' else 'r'}" in privacy["mask_policy"]
+    if mode == "fpdp":
+        assert metrics["public_clips"] == 1
+
+
+def test_cache_is_shared_and_resume_does_not_redo_epochs(prefect_api, tmp_path):
+    store = str(tmp_path / "own.zarr")
+    make_synthetic_store(store, num_classes=3, videos_per_class={"train": 4, "test": 2}, frames=10, size=(32, 32))
+    two = {"epochs": 2}
+    first = run(store, tmp_path, "dp", epsilon=2.0, overrides=two, until_epoch=1)
+    assert first["fit"]["epochs_done"] == 1 and not first["metrics"]["complete"]
+    ckpt = tmp_path / first["run"] / "checkpoint.pt"
+    assert torch.load(ckpt, weights_only=False)["epoch"] == 1
+
+    second = run(store, tmp_path, "dp", epsilon=2.0, overrides=two)
+    fit = second["fit"]
+    assert second["run"] == first["run"]
+    assert fit["resumed_from_epoch"] == 1 and fit["epochs_run"] == 1 and fit["epochs_done"] == 2
+    assert second["metrics"]["complete"] and second["metrics"]["steps"] == 2 * first["metrics"]["steps"]
+    assert [h["epoch"] for h in second["metrics"]["history"]] == [1, 2]
+
+    # the resumed run ends where an uninterrupted one does
+    straight = run(store, tmp_path, "dp", epsilon=2.0, overrides=two, run_name="straight")
+    a = torch.load(ckpt, weights_only=False)["trainable"]
+    b = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)["trainable"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert straight["metrics"]["epsilon"] == second["metrics"]["epsilon"]
+
+    # a finished run is not retrained; its metrics are reused
+    again = run(store, tmp_path, "dp", epsilon=2.0, overrides=two)
+    assert again["fit"]["epochs_run"] == 0 and again["metrics"] == second["metrics"]
+
+    # DP-SGD and the non-private run read the same cached prefix features (train + eval groups)
+    run(store, tmp_path, "nonprivate")
+    assert len(list(DatasetStore.open(store, mode="r").group["cache"].group_keys())) == 2
+
+
+def test_a_run_folder_belongs_to_one_configuration(prefect_api, store, tmp_path):
+    run(store, tmp_path, "nonprivate", run_name="fixed")
+    from anonymask.flows.train import train
+
+    state = train(mode="nonprivate", dataset="synthetic", store=store, runs_dir=str(tmp_path), run_name="fixed",
+                  overrides=dict(TINY, lr=0.5), return_state=True)  # fmt: skip
+    assert state.is_failed() and "lr" in state.message
+
+
+def test_paper_defaults_and_overrides():
+    ntu = train_settings("maskdp", "ntu", epsilon=1.0)
+    assert (ntu["batch_size"], ntu["max_grad_norm"], ntu["lr"], ntu["epochs"], ntu["warmup_epochs"]) == (
+        128, 1.0, 0.01, 150, 20)  # fmt: skip
+    assert ntu["delta"] == 1e-6 and ntu["accountant"] == "rdp" and ntu["compare_accountants"] == ["pld"]
+    assert ntu["arch"] == "mvit_v2_s" and ntu["weights"] == "kinetics400" and ntu["trainable"] == "last_blocks_norm"
+    assert ntu["mode"] == "maskdp" and ntu["mask_source"] == "r"
+    ucf = train_settings("dp", "ucf101")
+    assert ucf["epochs"] == 300 and ucf["delta"] == 1e-5 and ucf["mode"] == "dpsgd" and ucf["mask_source"] is None
+    assert train_settings("nonprivate", "tsh")["epsilon"] == math.inf
+    assert train_settings("maskdp", "tsh", variant="real")["mask_source"] == "q"  # Real*
+    demo = train_settings("fpdp", "demo", overrides={"epochs": 3, "size": 40})
+    assert demo["arch"] == "tiny" and demo["epochs"] == 3 and demo["size"] == [40, 40]
+    with pytest.raises(ValueError, match="unknown training setting"):
+        train_settings("dp", "ntu", overrides={"epoch": 3})
+    with pytest.raises(ValueError, match="real has no synthetic"):
+        train_settings("maskdp", "ntu", variant="real", mask_source="r")
+    with pytest.raises(ValueError, match="unknown training mode"):
+        train_settings("dpsdg", "ntu")
+    # the run name follows the settings: same settings resume, changed ones start a new run
+    a = default_run_name(train_settings("dp", "demo", epsilon=3))
+    assert a == default_run_name(train_settings("dp", "demo", epsilon=3, overrides={"num_workers": 2}))
+    assert a != default_run_name(train_settings("dp", "demo", epsilon=3, overrides={"lr": 0.2}))
+
+
+def test_cli_train(prefect_api, store, tmp_path, capsys):
+    from anonymask.cli import main
+
+    sets = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
+    rc = main(["train", "--mode", "maskdp", "--dataset", "synthetic", "--store", store, "--epsilon", "3",
+               "--runs-dir", str(tmp_path), "--no-progress", "--set", *sets])  # fmt: skip
+    assert rc == 0
+    out = capsys.readouterr().out
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert run_dir.name.startswith("synthetic-render-maskdp-eps3-") and str(run_dir) in out
+    assert json.loads((run_dir / "privacy.json").read_text())["target_epsilon"] == 3.0
