@@ -236,6 +236,33 @@ class BodyModel:
         """(52, 3) joints of the unposed body; rest_joints(b)[0] is the pivot of global_orient."""
         return self.rest(betas).joints[0]
 
+    def reshape_track(self, track: SMPLHTrack, betas, keep: str = "feet") -> SMPLHTrack:
+        """The same motion with another body shape (e.g. an avatar's betas).
+
+        keep="pelvis" leaves the pelvis where it was; keep="feet" (default) also moves it along
+        the body's own up axis by the change in pelvis height above the soles, so a standing
+        person neither floats nor sinks when their legs get longer or shorter.
+        """
+        if keep not in ("feet", "pelvis"):
+            raise ValueError(f"reshape_track: keep must be 'feet' or 'pelvis', not {keep!r}")
+        new_betas = np.zeros(NUM_BETAS, np.float32)
+        b = np.asarray(betas, np.float32).reshape(-1)[:NUM_BETAS]
+        new_betas[: b.shape[0]] = b
+        old_rest, new_rest = self.rest(track.betas), self.rest(new_betas)
+        shift = old_rest.joints[0, 0] - new_rest.joints[0, 0]
+        transl = track.transl + shift[None]
+        if keep == "feet":
+            rise = ((new_rest.joints[0, 0, 1] - new_rest.vertices[0, :, 1].min())
+                    - (old_rest.joints[0, 0, 1] - old_rest.vertices[0, :, 1].min()))
+            from .tracks import axis_angle_to_rotmat
+
+            up = axis_angle_to_rotmat(track.global_orient)[:, :, 1]  # body y axis in the camera frame
+            transl = transl + rise * up
+        out = track.slice(slice(None))
+        out.betas = new_betas
+        out.transl = transl.astype(np.float32)
+        return out
+
     def transl_for(self, betas, pelvis_position) -> np.ndarray:
         """transl that puts the pelvis joint at pelvis_position (any orientation, any pose)."""
         return (np.asarray(pelvis_position, np.float32) - self.rest_joints(betas)[0]).astype(np.float32)

@@ -150,3 +150,23 @@ def test_fast_skinning_matches_smplx(model):
         v_ref, j_ref = model._run(*args, use_smplx=True)
     assert torch.allclose(v_fast, v_ref, atol=1e-5) and torch.allclose(j_fast, j_ref, atol=1e-5)
     assert j_fast.shape[1] == 52 + 21
+
+
+def test_reshape_track_keeps_feet_or_pelvis(model):
+    t = 2
+    tr = SMPLHTrack.rest(0, t)
+    tr.global_orient[:] = upright_orient(0.5)
+    tr.transl[:] = model.transl_for(tr.betas, [0.2, 0.1, 4.0])
+    before = model.pose_track(tr)
+    tall = np.zeros(10, np.float32)
+    tall[0] = 2.0
+    feet = model.reshape_track(tr, tall)
+    pelvis = model.reshape_track(tr, tall, keep="pelvis")
+    assert np.array_equal(feet.betas, tall) and np.array_equal(tr.betas, np.zeros(10))  # input untouched
+    a, b = model.pose_track(feet), model.pose_track(pelvis)
+    sole = lambda out: out.vertices[:, :, 1].max(axis=1)  # noqa: E731 - y down: the soles are max y
+    head = lambda out: out.vertices[:, :, 1].min(axis=1)  # noqa: E731
+    assert np.allclose(sole(a), sole(before), atol=0.005)  # still standing on the same floor
+    assert (head(a) < head(before) - 0.05).all()  # taller: the head is higher in the image
+    assert np.allclose(b.joints[:, 0], before.joints[:, 0], atol=1e-5)
+    assert (sole(b) > sole(before) + 0.03).all()  # longer legs reach below the old floor
