@@ -136,11 +136,17 @@ class BodyModel:
         self.device = torch.device(device)
         self.path, self.procedural = resolve_model_file(model_dir, gender)
         ext = self.path.suffix.lstrip(".")
-        with contextlib.redirect_stdout(io.StringIO()):  # smplx prints a warning about 16 betas
-            self._smplx = smplx.SMPLH(
-                model_path=str(self.path), ext=ext, gender=gender, use_pca=False, flat_hand_mean=True,
-                num_betas=NUM_BETAS, batch_size=1,
-            ).to(self.device)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # smplx prints a warning about 16 betas
+                self._smplx = smplx.SMPLH(
+                    model_path=str(self.path), ext=ext, gender=gender, use_pca=False, flat_hand_mean=True,
+                    num_betas=NUM_BETAS, batch_size=1,
+                ).to(self.device)
+        except ModuleNotFoundError as err:  # the MANO site's .pkl files pickle chumpy objects
+            raise ValueError(
+                f"{self.path}: cannot load this SMPL-H file ({err}). Files that need chumpy must be "
+                "converted to .npz first (numpy arrays with the same keys), then named SMPLH_<GENDER>.npz."
+            ) from err
         self._smplx.eval()
         self.faces = np.asarray(self._smplx.faces, dtype=np.int64)
         self.num_vertices = int(self._smplx.v_template.shape[0])
