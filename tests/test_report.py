@@ -1,0 +1,112 @@
+"""`anonymask report`: the accuracy-vs-epsilon table from real run folders (trained here, tiny)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+
+import pytest
+import torch
+
+from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.report import accuracy_table, collect_runs, write_report
+from anonymask.tasks.train import build_caches, evaluate_run, fit_run, prepare_run_dir, write_result
+from anonymask.train_config import default_run_name, train_settings
+
+TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4,
+        "sampling_seed": 0, "compare_accountants": []}  # fmt: skip
+RUNS = [  # (mode, epsilon, variant, seed)
+    ("nonprivate", None, "render", 0),
+    ("dp", 2.0, "render", 0),
+    ("dp", 8.0, "render", 0),
+    ("maskdp", 2.0, "render", 0),
+    ("maskdp", 2.0, "render", 1),
+    ("maskdp", 8.0, "render", 0),
+    ("maskdp", 2.0, "real", 0),
+]
+
+
+def _train(store: str, runs_dir, mode, eps, variant, seed, until=None):
+    s = train_settings(mode, "synthetic", epsilon=eps, variant=variant,
+                       overrides=dict(TINY, seed=seed, noise_seed=seed, epochs=2 if until else 1))  # fmt: skip
+    run_dir = runs_dir / default_run_name(s)
+    prepare_run_dir(run_dir, s, store)
+    caches = build_caches(s, store)
+    fit = fit_run(s, store, str(run_dir), caches, until_epoch=until)
+    write_result(str(run_dir), evaluate_run(s, store, str(run_dir), caches, fit))
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    store = str(root / "syn.zarr")
+    make_synthetic_store(store, num_classes=3, videos_per_class={"train": 4, "test": 2}, frames=10, size=(32, 32))
+    runs = root / "runs"
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for mode, eps, variant, seed in RUNS:
+            _train(store, runs, mode, eps, variant, seed)
+        _train(store, runs, "dp", 4.0, "render", 0, until=1)  # stopped early: left out of the table
+    finally:
+        torch.set_num_threads(old)
+    return runs
+
+
+def _metrics(runs_dir):
+    return [json.loads(p.read_text()) for p in sorted(runs_dir.glob("*/metrics.json"))]
+
+
+def test_table_cells_are_the_runs_metrics(runs_dir):
+    all_runs = _metrics(runs_dir)
+    assert len(all_runs) == len(RUNS) + 1
+    runs = collect_runs(runs_dir)
+    assert len(runs) == len(RUNS)  # the incomplete run is not in the table
+    assert len(collect_runs(runs_dir, include_incomplete=True)) == len(RUNS) + 1
+    table = accuracy_table(runs, "top1")
+    assert table["columns"] == [2.0, 8.0, math.inf]
+    cells = {(r["row"], r["mode"]): r["cells"] for r in table["rows"]}
+    assert list(cells) == [("Real*", "maskdp"), ("Render", "nonprivate"), ("Render", "dpsgd"), ("Render", "maskdp")]
+    for (row, mode), by_eps in cells.items():
+        for eps, (mean, std, n) in by_eps.items():
+            vals = [m["top1"] for m in all_runs if m["row"] == row and m["mode"] == mode and m["complete"]
+                    and (math.isinf(eps) if mode == "nonprivate" else m["target_epsilon"] == eps)]  # fmt: skip
+            assert n == len(vals) and mean == pytest.approx(sum(vals) / len(vals))
+            assert std == pytest.approx(statistics.stdev(vals) if n > 1 else 0.0)
+    assert cells[("Render", "maskdp")][2.0][2] == 2  # two seeds averaged
+    assert set(cells[("Render", "nonprivate")]) == {math.inf}
+
+
+def test_report_files_and_cli(runs_dir, tmp_path, capsys):
+    out = tmp_path / "report"
+    res = write_report(runs_dir, out)
+    files = res["datasets"]["synthetic"]
+    md = (out / "accuracy_synthetic.md").read_text()
+    assert "| Render | MaskDP |" in md and "| Real* | MaskDP |" in md and "non-private" in md
+    with open(files["csv"]) as f:
+        rows = list(csv.DictReader(f))
+    by = {(r["data"], r["method"]): r for r in rows}
+    dp8 = [m for m in _metrics(runs_dir) if m["mode"] == "dpsgd" and m["target_epsilon"] == 8.0][0]
+    assert float(by[("Render", "DP-SGD")]["eps=8"]) == pytest.approx(dp8["top1"], abs=1e-6)
+    assert by[("Render", "DP-SGD")]["non-private"] == ""
+    png = (out / "accuracy_synthetic.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    with open(out / "runs.csv") as f:
+        listed = list(csv.DictReader(f))
+    assert len(listed) == len(RUNS)
+    for r in listed:
+        if r["mode"] != "nonprivate":
+            assert 0 < float(r["epsilon"]) <= float(r["target_epsilon"]) + 1e-9
+
+    from anonymask.cli import main
+
+    assert main(["report", str(runs_dir), "--out", str(tmp_path / "cli"), "--metric", "mean_class_acc"]) == 0
+    printed = capsys.readouterr().out
+    assert "metric mean_class_acc" in printed and (tmp_path / "cli" / "accuracy_synthetic.csv").is_file()
+
+
+def test_report_without_runs_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no finished training run"):
+        write_report(tmp_path, tmp_path / "out")
