@@ -128,7 +128,14 @@ class Renderer:
     def __init__(self, width: int, height: int):
         self._lock = threading.RLock()
         self._normals: dict[int, _NormalCache] = {}
-        self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
+        try:
+            self._offscreen = pyrender.OffscreenRenderer(int(width), int(height))
+        except Exception as err:  # no EGL driver, no device, wrong PYOPENGL_PLATFORM...
+            raise RuntimeError(
+                f"renderer: cannot create an offscreen GL context (PYOPENGL_PLATFORM="
+                f"{os.environ.get('PYOPENGL_PLATFORM')!r}): {err}. Headless rendering needs EGL "
+                "(Debian/Ubuntu: libegl1 libegl-mesa0 libgl1-mesa-dri, or an NVIDIA driver)."
+            ) from err
         self.gl_renderer = self._gl_renderer_name()
         mode = os.environ.get(ENV_ANTIALIAS, "auto").strip().lower()
         software = any(k in self.gl_renderer.lower() for k in ("llvmpipe", "softpipe", "swrast"))
