@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p.add_argument("--lr-priv", type=float, default=1e-3)
     p.add_argument("--test-fraction", type=float, default=0.34)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave as is)")
     args = p.parse_args(argv)
     if args.threads:
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         adv_epochs=args.adv_epochs, seed=args.seed, length=args.length, test_fraction=args.test_fraction,
         anonymizer=args.anonymizer, lr_anon=args.lr_anon, lr_priv=args.lr_priv,
         classifier=ClassifierConfig(epochs=args.epochs), keep_states=True, log=print,
+        device=args.device,
     )
     (out / "results.json").write_text(json.dumps([_jsonable(r) for r in results], indent=2))
     (out / "results.md").write_text(results_table_markdown(results))

@@ -108,6 +108,7 @@ def evaluate_anonymized(
     config: ClassifierConfig | None = None,
     frozen: dict[str, torch.nn.Module] | None = None,
     seed: int = 1000,
+    device: str | torch.device = "cpu",
 ) -> dict[str, float]:
     """Accuracies of independent classifiers trained on ``train`` and tested on ``test`` (both
     already anonymized the same way), the reconstruction error against ``test_original``, and
@@ -118,12 +119,14 @@ def evaluate_anonymized(
     out: dict[str, float] = {}
     for i, (name, (labels, classes)) in enumerate(_label_sets(train, num_subjects, num_actions).items()):
         clf = make_classifier(j, classes, graph, cfg, seed + i)
-        pretrain_classifier(clf, train.x, labels, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size, seed=seed + i)
+        pretrain_classifier(
+            clf, train.x, labels, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size, seed=seed + i, device=device
+        )
         test_labels = {"action": test.action, "reid": test.subject, "gender": test.gender}[name]
-        out[f"{name}_acc"] = accuracy(clf, test.x, test_labels)
+        out[f"{name}_acc"] = accuracy(clf, test.x, test_labels, device=device)
     for name, clf in (frozen or {}).items():
         test_labels = {"action": test.action, "reid": test.subject, "gender": test.gender}[name]
-        out[f"{name}_acc_frozen"] = accuracy(clf, test.x, test_labels)
+        out[f"{name}_acc_frozen"] = accuracy(clf, test.x, test_labels, device=device)
     if graph is not None:
         out["reid_acc_bones"] = bone_length_attack(train, test, graph)
     out["recon_error"] = mean_joint_displacement(test_original, test.x)
@@ -178,6 +181,7 @@ def run_skeleton_experiment(
     classifier: ClassifierConfig | None = None,
     keep_states: bool = False,
     log: Callable[[str], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[dict[str, Any]]:
     """Train and evaluate skeleton anonymization on one dataset; returns one dict per method.
 
@@ -222,7 +226,9 @@ def run_skeleton_experiment(
     pretrained: dict[str, torch.nn.Module] = {}
     for i, (name, (y, classes)) in enumerate(labels.items()):
         clf = make_classifier(num_joints, classes, g, cfg, seed + i)
-        pretrain_classifier(clf, train.x, y, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size, seed=seed + i)
+        pretrain_classifier(
+            clf, train.x, y, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size, seed=seed + i, device=device
+        )
         pretrained[name] = clf
     say("pre-trained " + ", ".join(pretrained))
 
@@ -230,7 +236,7 @@ def run_skeleton_experiment(
         t0 = time.time()
         metrics = evaluate_anonymized(
             tr, te, test.x, num_actions=num_actions, num_subjects=num_subjects, graph=g, config=cfg,
-            frozen=pretrained, seed=seed + 1000,
+            frozen=pretrained, seed=seed + 1000, device=device,
         )
         out = {"method": row.pop("method"), "name": name, "alpha": None, "beta": None, "sigma": None, **row, **metrics}
         out["score"] = selection_score(out)
@@ -258,7 +264,8 @@ def run_skeleton_experiment(
             anon = build_anonymizer_for(anonymizer, num_joints, anonymizer_options, seed)
             privacy = {h: copy.deepcopy(pretrained[h]) for h in heads}
             trainer = AdversarialTrainer(
-                anon, copy.deepcopy(pretrained["action"]), privacy, alpha, beta, lr_anon, lr_priv, privacy_steps=privacy_steps
+                anon, copy.deepcopy(pretrained["action"]), privacy, alpha, beta, lr_anon, lr_priv, privacy_steps=privacy_steps,
+                device=device,
             )
             y_private = {"reid": train.subject, "gender": train.gender}
             history = trainer.fit(
