@@ -178,10 +178,12 @@ class Renderer:
         with self._lock:
             self.resize(w, h)
             self._set_camera(camera)
-            seg_map = self._set_bodies(bodies)
-            color, _ = self._offscreen.render(self._scene, pyrender.RenderFlags.FLAT)
-            seg, depth = self._offscreen.render(self._scene, pyrender.RenderFlags.SEG, seg_map)
-            self._clear_bodies()
+            try:
+                seg_map = self._set_bodies(bodies)
+                color, _ = self._offscreen.render(self._scene, pyrender.RenderFlags.FLAT)
+                seg, depth = self._offscreen.render(self._scene, pyrender.RenderFlags.SEG, seg_map)
+            finally:  # a failed frame must not leave its bodies in the next one
+                self._clear_bodies()
         if len(bodies) < 255:
             ids = seg[..., 0].astype(np.int16) - 1
         else:
@@ -205,6 +207,10 @@ class Renderer:
         for i, body in enumerate(bodies):
             v = np.asarray(body.vertices, dtype=np.float32)
             f = np.asarray(body.faces)
+            n_col = np.asarray(body.vertex_colors).shape[0]
+            if v.ndim != 2 or v.shape[1] != 3 or n_col != v.shape[0] or f.ndim != 2 or f.shape[1] != 3:
+                raise ValueError(f"render: body {i} has vertices {v.shape}, faces {f.shape}, "
+                                 f"{n_col} vertex colours (need (V,3), (F,3), V colours)")
             cache = self._normals.setdefault(f.shape[0], _NormalCache())
             normals = cache.normals(v, f)
             colors = shade_vertices(v, normals, body.vertex_colors)

@@ -196,3 +196,14 @@ def test_forked_child_gets_a_clear_error_not_a_hang(model, cam):
             proc.kill()
     assert "spawn" in message
     assert int(get_renderer(W, H).render([spec], cam).masks[0].sum()) == here  # parent still fine
+
+
+def test_a_failed_frame_leaves_nothing_behind(model, cam):
+    r = get_renderer(W, H)
+    good = _spec(model, _body(model, [0.0, 0.0, 3.0]))
+    bad = MeshSpec(good.vertices, good.faces, np.zeros((3, 3), np.uint8))  # wrong colour count
+    with pytest.raises(ValueError, match="body 1"):
+        r.render([good, bad], cam)
+    after = r.render([good], cam)
+    assert after.masks.shape[0] == 1 and (after.person_ids <= 0).all()
+    assert np.array_equal(after.masks[0], r.render([good], cam).masks[0])
