@@ -159,3 +159,24 @@ def test_pretrain_ignores_unknown_labels(synthetic):
     assert history[0]["acc"] == 0.0
     assert [k for k in _changed(before, clf) if "weight" in k] == []
     assert np.isnan(accuracy(clf, x, y))
+
+
+def test_pretrain_from_a_dataloader_with_an_anonymizing_transform(synthetic):
+    from torch.utils.data import DataLoader
+
+    from anonymask.models.skeleton.data import SkeletonDataset
+
+    ds = SkeletonDataset(list(synthetic["sequences"]), synthetic["actions"], synthetic["subjects"], length=16, random_crop=True)
+    loader = DataLoader(ds, batch_size=12, shuffle=True)
+    torch.manual_seed(0)
+    clf = SkeletonClassifier(25, 6, channels=(8,))
+    seen = []
+
+    def transform(x):
+        seen.append(x.shape)
+        return x * 1.0
+
+    history = pretrain_classifier(clf, loader, label_index=2, epochs=2, lr=5e-3, transform=transform)
+    assert len(history) == 2 and 0.0 <= history[-1]["acc"] <= 1.0
+    assert seen and all(s[1:] == (16, 25, 3) for s in seen)
+    assert clf.head.out_features == 6 and not clf.training
