@@ -30,25 +30,23 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
     bank = AppearanceBank(size=int(cfg.get("bank_size", 32)), seed=int(cfg.get("bank_seed", 0)))
     avatars = [bank.choose(f"{entry.video_id}/{t.track_id}") for t in tracks]
-    for tr, av in zip(tracks, avatars):
-        tr.betas = np.asarray(av.betas, np.float32)
     body = get_body_model()
+    # the avatar's body shape, feet kept on the floor (not the person's proportions)
+    tracks = [body.reshape_track(tr, av.betas, keep="feet") for tr, av in zip(tracks, avatars)]
     out = render_sequence(body, tracks, avatars, camera)
     t_len, n = out["masks"].shape[:2]
     w.write("render/rgb", out["rgb"])
     w.write("render/depth", out["depth"])
     w.write("render/mask", out["masks"].any(axis=1))
     w.write("render/track_masks", out["masks"])
-    face5_ids, face_ids = face_landmarks(body)
-    joints2d = np.full((t_len, n, 52, 2), np.nan, np.float32)
-    face5 = np.full((t_len, n, 5, 2), np.nan, np.float32)
+    # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render (NaN when absent)
+    joints2d = camera.project(out["joints"]).astype(np.float32)
+    face5 = camera.project(out["keypoints"][..., :5, :]).astype(np.float32)
+    _, face_ids = face_landmarks(body)
     face = np.full((t_len, n, len(face_ids), 2), np.nan, np.float32)
     for j, tr in enumerate(tracks):
-        posed = body.pose_track(tr)
         ok = tr.valid
-        joints2d[ok, j] = camera.project(posed.joints[ok])
-        face5[ok, j] = camera.project(posed.vertices[ok][:, face5_ids])
-        face[ok, j] = camera.project(posed.vertices[ok][:, face_ids])
+        face[ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
     w.write("render/joints2d", joints2d, frame_chunked=False)
     w.write("render/face5_2d", face5, frame_chunked=False)
     w.write("render/face_2d", face, frame_chunked=False)
