@@ -321,8 +321,9 @@ def results_table_markdown(results: Sequence[dict[str, Any]], best: dict[str, An
 
 
 def plot_tradeoff(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Scatter of re-ID accuracy (lower is more private) against action accuracy (higher is more
-    useful) for every row, labelled by alpha/beta or sigma; the selected row is circled."""
+    """Two panels per row of results: re-identification accuracy (lower = more private) against
+    action accuracy (higher = more useful), and against reconstruction error (the price paid in
+    joint displacement). Points are labelled by sigma or alpha/beta; the selected row is circled."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -330,28 +331,39 @@ def plot_tradeoff(results: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig, (ax_use, ax_rec) = plt.subplots(1, 2, figsize=(11, 4.5))
     styles = {
         "original": ("k", "*"), "gaussian": ("tab:blue", "s"), "retarget": ("tab:purple", "D"), "adversarial": ("tab:red", "o"),
     }
+    best = select_best(results) if any(r.get("method") == "adversarial" for r in results) else None
     for method, (color, marker) in styles.items():
         rows = [r for r in results if r.get("method") == method]
         if not rows:
             continue
-        ax.scatter([r["reid_acc"] for r in rows], [r["action_acc"] for r in rows], c=color, marker=marker, s=60, label=method)
+        reid = [r["reid_acc"] for r in rows]
+        ax_use.scatter(reid, [r["action_acc"] for r in rows], c=color, marker=marker, s=60, label=method, alpha=0.8)
+        ax_rec.scatter([r["recon_error"] for r in rows], reid, c=color, marker=marker, s=60, label=method, alpha=0.8)
         for r in rows:
-            tag = f"σ={r['sigma']:g}" if method == "gaussian" else (f"α={r['alpha']:g},β={r['beta']:g}" if method == "adversarial" else "")
-            if tag:
-                ax.annotate(tag, (r["reid_acc"], r["action_acc"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    if any(r.get("method") == "adversarial" for r in results):
-        best = select_best(results)
-        ax.scatter([best["reid_acc"]], [best["action_acc"]], s=250, facecolors="none", edgecolors="g", linewidths=2, label="selected")
-    ax.set_xlabel("re-identification accuracy (lower = more private)")
-    ax.set_ylabel("action accuracy (higher = more useful)")
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+            if method == "gaussian":
+                tag = f"σ={r['sigma']:g}"
+            elif method == "adversarial":
+                tag = f"α={r['alpha']:g},β={r['beta']:g}"
+            else:
+                continue
+            ax_rec.annotate(tag, (r["recon_error"], r["reid_acc"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    if best is not None:
+        ax_use.scatter([best["reid_acc"]], [best["action_acc"]], s=250, facecolors="none", edgecolors="g", linewidths=2, label="selected")
+        ax_rec.scatter([best["recon_error"]], [best["reid_acc"]], s=250, facecolors="none", edgecolors="g", linewidths=2)
+    ax_use.set_xlabel("re-identification accuracy (lower = more private)")
+    ax_use.set_ylabel("action accuracy (higher = more useful)")
+    ax_use.set_xlim(-0.02, 1.02)
+    ax_use.set_ylim(-0.02, 1.02)
+    ax_use.legend(fontsize=8, loc="lower left")
+    ax_rec.set_xlabel("reconstruction error: mean joint displacement (m)")
+    ax_rec.set_ylabel("re-identification accuracy")
+    ax_rec.set_ylim(-0.02, 1.02)
+    for ax in (ax_use, ax_rec):
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
