@@ -27,6 +27,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.storage.tracks_io import read_tracks, write_tracks
 
     tracks, camera = read_tracks(entry, "pose")
-    new_tracks, metrics = anonymize_tracks(tracks, cfg)
+    new_tracks, metrics = anonymize_tracks(tracks, camera, cfg)
     write_tracks(w, "motion", new_tracks, camera)
     w.metric(motion_anonymized=True, **metrics)
