@@ -159,6 +159,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_skeleton_anon(args: argparse.Namespace) -> int:
+    from anonymask.flows.skeleton import train_skeleton_anon
+
+    res = train_skeleton_anon(dataset=args.dataset, source=args.source, store=args.store, out=args.out,
+                              alphas=args.alphas, betas=args.betas, epochs=args.epochs,
+                              adv_epochs=args.adv_epochs, anonymizer=args.anonymizer, device=args.device)
+    print(json.dumps(res, indent=2, default=str))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -240,6 +250,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: mean per-class accuracy on tsh, top-1 elsewhere")
     s.add_argument("--include-incomplete", action="store_true", help="also runs stopped before their last epoch")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("train-skeleton-anon", help="adversarial skeleton anonymizer + evaluation")
+    s.add_argument("--dataset", default="synthetic")
+    s.add_argument("--source", default="store", help="store (pose tracks), toy, or an .npz file")
+    s.add_argument("--store", default=None)
+    s.add_argument("--out", default=None, help="default $ANONYMASK_DATA/runs/skeleton-anon-<dataset>")
+    s.add_argument("--alphas", default="1,3")
+    s.add_argument("--betas", default="10,30")
+    s.add_argument("--epochs", type=int, default=20)
+    s.add_argument("--adv-epochs", type=int, default=40)
+    s.add_argument("--anonymizer", default="mlp", choices=["mlp", "unet"])
+    s.add_argument("--device", default="cpu")
+    s.set_defaults(func=cmd_train_skeleton_anon)
 
     s = sub.add_parser("bench", help="run the benchmarks, write JSON")
     s.add_argument("--out", default="bench-results")
