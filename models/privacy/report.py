@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from .accountant import ACCOUNTANTS, Accountant, composed_epsilon
 
-MODES = ("nonprivate", "dpsgd", "maskdp", "fpdp")
+MODES = ("nonprivate", "dpsgd", "maskdp", "fpdp", "projdp", "featdp")
 
 
 def _encode(value: float) -> float | str:
