@@ -80,7 +80,7 @@ def pipeline_config(dataset: str, overrides: dict[str, Any] | None = None) -> di
     """DEFAULTS, then the dataset's defaults, then the user's overrides."""
     cfg = deep_merge(DEFAULTS, DATASET_DEFAULTS.get(dataset, {}))
     cfg = deep_merge(cfg, overrides or {})
-    unknown = set(cfg) - set(DEFAULTS)
+    unknown = set(cfg) - set(DEFAULTS)  # a dataset name without defaults (folder, bench) is fine
     if unknown:
         raise ValueError(f"unknown pipeline stage(s) in config: {', '.join(sorted(unknown))}")
     return cfg
