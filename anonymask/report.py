@@ -142,6 +142,7 @@ def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (NullFormatter for the log axis' minor ticks)
 
     colors = {"dpsgd": "tab:blue", "maskdp": "tab:red", "fpdp": "tab:green", "nonprivate": "black"}
     markers = {"Real": "o", "Real*": "*", "Render": "s", "Rend.+Diff": "^"}
@@ -165,6 +166,7 @@ def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
         ax.set_xscale("log")
         ax.set_xticks(finite)
         ax.set_xticklabels([f"{e:g}" for e in finite])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("target epsilon")
     ax.set_ylabel(f"{table['metric']} (%)")
     ax.set_title(f"{dataset}: accuracy vs privacy budget")
