@@ -40,6 +40,17 @@ from anonymask.storage.store import DatasetStore
 
 VARIANT_ARRAYS = {"real": "raw", "render": "merged", "rend_diff": "anonymized"}
 MASK_ARRAYS = {"r": "public_mask", "q": "person_mask"}
+#: In the Render variant (``merged``) the avatar is composited with its hard render mask, so every
+#: pixel of ``render/mask`` holds exactly the avatar: that mask is the exact (larger) r there.
+#: ``public_mask`` is the conservative r of the final, reintegrated video.
+RENDER_EXACT_MASK = "render/mask"
+
+
+def mask_array_name(entry, variant: str, mask_source: str) -> str:
+    """Store array holding the public/person mask for this variant (see RENDER_EXACT_MASK)."""
+    if mask_source == "r" and variant == "render" and entry.has_array(RENDER_EXACT_MASK):
+        return RENDER_EXACT_MASK
+    return MASK_ARRAYS[mask_source]
 KINETICS_MEAN = (0.45, 0.45, 0.45)
 KINETICS_STD = (0.225, 0.225, 0.225)
 
@@ -137,8 +148,8 @@ class ClipDataset(Dataset):
             if not entry.has_array(arr_name):
                 self.skipped[entry.video_id] = f"no array {arr_name!r}"
                 continue
-            if mask_source is not None and not entry.has_array(MASK_ARRAYS[mask_source]):
-                self.skipped[entry.video_id] = f"no array {MASK_ARRAYS[mask_source]!r}"
+            if mask_source is not None and not entry.has_array(mask_array_name(entry, variant, mask_source)):
+                self.skipped[entry.video_id] = f"no array {mask_array_name(entry, variant, mask_source)!r}"
                 continue
             if info.label is None:
                 raise DatasetError(f"{self.store_url}: video {entry.video_id!r} has no label")
@@ -173,7 +184,8 @@ class ClipDataset(Dataset):
                 self._store = DatasetStore.open(self.store_url, mode="r")
             entry = self._store.video(video_id)
             video = entry.array(VARIANT_ARRAYS[self.variant])
-            mask = entry.array(MASK_ARRAYS[self.mask_source]) if self.mask_source else None
+            mask = (entry.array(mask_array_name(entry, self.variant, self.mask_source))
+                    if self.mask_source else None)
             self._arrays[video_id] = (video, mask)
         return self._arrays[video_id]
 
