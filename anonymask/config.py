@@ -16,7 +16,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "motion": {"enabled": False, "checkpoint": None},
     "render": {"bank_size": 32, "bank_seed": 0},
     "segment": {"backend": "mediapipe", "threshold": 0.5, "unflicker": 2, "grow": 4, "feather": 2.0,
-                "union_silhouette": True},
+                "union_silhouette": True, "box_fill": True, "box_margin": 0.15},
     "inpaint": {"backend": "temporal_median"},
     "merge": {},
     "tubelets": {"size": 128, "margin": 0.15, "smooth": 3.0},

@@ -40,8 +40,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         from anonymask.models.pose.fit import FitConfig
 
         prob = person_probability(frames, cfg.get("segmenter", "mediapipe"))
-        w.write("pose/person_prob", (np.clip(prob, 0, 1) * 255).astype(np.uint8))
         det = detection_probability(frames, prob, use_motion=bool(cfg.get("motion_cue", True)))
+        # the segment stage unites this with the fitted silhouettes: a person the pose model missed
+        # is still removed wherever segmentation or motion saw them (privacy before fidelity)
+        w.write("pose/person_prob", (np.clip(det, 0, 1) * 255).astype(np.uint8))
         body = get_body_model()
         res = estimate_mediapipe(
             frames, det, body.rest_joints(), threshold=cfg.get("threshold", 0.5),

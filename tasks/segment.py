@@ -29,6 +29,14 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     else:
         prob = np.asarray(get_segmenter(backend).segment(entry.read("raw")), np.float32)
     sil = entry.read("render/track_masks") if cfg.get("union_silhouette", True) else None
+    seg_prob = prob
+    if cfg.get("box_fill", True):
+        from anonymask.models.segment.boxes import box_masks
+
+        tm = sil if sil is not None else entry.read("render/track_masks")
+        det_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+        boxes = box_masks(prob.shape, tm, det_boxes, margin=float(cfg.get("box_margin", 0.15)))
+        prob = np.maximum(prob, boxes.astype(np.float32))
     silhouettes = [sil[:, j] for j in range(sil.shape[1])] if sil is not None else None
     thr = float(cfg.get("threshold", 0.5))
     pm = build_person_masks(prob, silhouettes, threshold=thr, window=int(cfg.get("unflicker", 2)),
@@ -38,6 +46,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if pm.track_alphas:
         w.write("person_track_alphas", np.stack([_to_u8(a) for a in pm.track_alphas], axis=1))
     if entry.has_array("gt/person_mask"):
-        raw_mask = person_mask(prob, silhouettes, thr)
+        # segmentation quality: the mask before box filling (q itself is the box-filled superset)
+        raw_mask = person_mask(seg_prob, silhouettes, thr)
         w.metric(mask_iou=mask_iou(raw_mask, entry.read("gt/person_mask")))
     w.metric(person_fraction=float(pm.hole.mean()))
