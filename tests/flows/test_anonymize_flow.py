@@ -18,7 +18,7 @@ GT = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}
 def run(source, store, overrides=None, **kw):
     from anonymask.flows.anonymize import anonymize
 
-    state = anonymize(dataset="demo", source=str(source), store=str(store), overrides=overrides or GT,
+    state = anonymize(dataset="demo", source=str(source), store=str(store), overrides=GT if overrides is None else overrides,
                       return_state=True, **kw)
     return state, state.result(raise_on_failure=False)
 
