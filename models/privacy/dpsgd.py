@@ -27,6 +27,7 @@ from .clipping import (
     gaussian_noise_like,
     per_sample_grads,
     sum_over_batch,
+    write_grads,
 )
 
 
@@ -42,13 +43,42 @@ class NoisySum:
         return {n: self.clipped_sum[n] + self.noise[n] for n in self.clipped_sum}
 
 
-def check_dp_args(max_grad_norm: float, noise_multiplier: float, expected_batch_size: float) -> None:
+def check_dp_args(
+    max_grad_norm: float,
+    noise_multiplier: float,
+    expected_batch_size: float,
+    accountant: Accountant | None = None,
+    sample_rate: float | None = None,
+) -> None:
+    if accountant is not None and sample_rate is None:
+        raise ValueError("an accountant needs the sampling rate q of every step")
     if not max_grad_norm > 0:
         raise ValueError(f"clip norm C must be > 0, got {max_grad_norm}")
     if noise_multiplier < 0:
         raise ValueError(f"noise multiplier sigma must be >= 0, got {noise_multiplier}")
     if not expected_batch_size > 0:
         raise ValueError(f"expected batch size (q*N) must be > 0, got {expected_batch_size}")
+
+
+def record_step(accountant: Accountant | None, sample_rate: float | None, noise_multiplier: float) -> None:
+    """One Poisson-subsampled Gaussian step in the ledger (empty batches count too)."""
+    if accountant is not None:
+        accountant.step(sample_rate, noise_multiplier)
+
+
+def apply_update(
+    optimizer: torch.optim.Optimizer,
+    params: Mapping[str, Tensor],
+    grads: Mapping[str, Tensor],
+    accountant: Accountant | None,
+    sample_rate: float | None,
+    noise_multiplier: float,
+) -> None:
+    """Write the private update as ``.grad``, step the optimizer, record the step."""
+    optimizer.zero_grad(set_to_none=True)
+    write_grads(params, grads)
+    optimizer.step()
+    record_step(accountant, sample_rate, noise_multiplier)
 
 
 def private_noisy_sum(
@@ -145,10 +175,8 @@ class OpacusDPSGD:
         from opacus import GradSampleModule
         from opacus.optimizers import DPOptimizer
 
-        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size)
+        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size, accountant, sample_rate)
         check_opacus_compatible(model)
-        if accountant is not None and sample_rate is None:
-            raise ValueError("an accountant needs the sampling rate q of every step")
         self.module = GradSampleModule(model, batch_first=True, loss_reduction="sum", force_functorch=force_functorch)
         self.module.forbid_grad_accumulation()
         # loss_reduction="mean" on the optimizer = divide the noisy sum by expected_batch_size;
@@ -184,8 +212,7 @@ class OpacusDPSGD:
                 loss.backward()
             loss_value = float(loss.detach())
         self.optimizer.step()
-        if self.accountant is not None:
-            self.accountant.step(self.sample_rate, self.noise_multiplier)
+        record_step(self.accountant, self.sample_rate, self.noise_multiplier)
         return loss_value
 
     def close(self) -> nn.Module:

@@ -33,9 +33,8 @@ from .clipping import (
     summed_grads,
     trainable_params,
     unflatten,
-    write_grads,
 )
-from .dpsgd import check_dp_args, private_noisy_sum
+from .dpsgd import apply_update, check_dp_args, private_noisy_sum
 
 
 def _gaussian_kernel(sigma: float, radius: int, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -234,9 +233,7 @@ class FPDPOptimizerStep:
         accountant: Accountant | None = None,
         sample_rate: float | None = None,
     ) -> None:
-        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size)
-        if accountant is not None and sample_rate is None:
-            raise ValueError("an accountant needs the sampling rate q of every step")
+        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size, accountant, sample_rate)
         self.model, self.optimizer, self.subspace = model, optimizer, subspace
         self.params = dict(params) if params is not None else trainable_params(model)
         self.max_grad_norm, self.noise_multiplier = max_grad_norm, noise_multiplier
@@ -253,12 +250,9 @@ class FPDPOptimizerStep:
             self.public_x, self.public_y, self.steps_done, self.generator, self.psi, public_features,
             self.blur_sigma, self.public_weight, self.loss_fn, self.chunk_size,
         )  # fmt: skip
-        self.optimizer.zero_grad(set_to_none=True)
-        write_grads(self.params, parts.combined(self.expected_batch_size))
-        self.optimizer.step()
+        apply_update(self.optimizer, self.params, parts.combined(self.expected_batch_size),
+                     self.accountant, self.sample_rate, self.noise_multiplier)
         self.steps_done += 1
-        if self.accountant is not None:
-            self.accountant.step(self.sample_rate, self.noise_multiplier)
         return parts
 
     __call__ = step

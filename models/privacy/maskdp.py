@@ -24,8 +24,8 @@ import torch
 from torch import Tensor, nn
 
 from .accountant import Accountant
-from .clipping import Grads, LossFn, cross_entropy_per_sample, summed_grads, trainable_params, write_grads
-from .dpsgd import check_dp_args, private_noisy_sum
+from .clipping import Grads, LossFn, cross_entropy_per_sample, summed_grads, trainable_params
+from .dpsgd import apply_update, check_dp_args, private_noisy_sum
 
 
 @dataclass
@@ -120,9 +120,7 @@ class MaskDPOptimizerStep:
         accountant: Accountant | None = None,
         sample_rate: float | None = None,
     ) -> None:
-        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size)
-        if accountant is not None and sample_rate is None:
-            raise ValueError("an accountant needs the sampling rate q of every step")
+        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size, accountant, sample_rate)
         self.model = model
         self.optimizer = optimizer
         self.params = dict(params) if params is not None else trainable_params(model)
@@ -140,11 +138,8 @@ class MaskDPOptimizerStep:
             self.model, self.params, x, y, public_tokens, self.max_grad_norm, self.noise_multiplier,
             self.generator, self.loss_fn, self.chunk_size,
         )  # fmt: skip
-        self.optimizer.zero_grad(set_to_none=True)
-        write_grads(self.params, parts.combined(self.expected_batch_size))
-        self.optimizer.step()
-        if self.accountant is not None:
-            self.accountant.step(self.sample_rate, self.noise_multiplier)
+        apply_update(self.optimizer, self.params, parts.combined(self.expected_batch_size),
+                     self.accountant, self.sample_rate, self.noise_multiplier)
         return parts
 
     __call__ = step
