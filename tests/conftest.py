@@ -10,13 +10,6 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 import numpy as np  # noqa: E402
 
-try:  # tiny test tensors: one intra-op thread avoids thread start-up dominating every op
-    import torch
-
-    torch.set_num_threads(1)
-except ImportError:
-    pass
-
 if not hasattr(np, "infty"):
     np.infty = np.inf  # pyrender still uses np.infty (removed in numpy 2)
 
@@ -24,6 +17,18 @@ if not hasattr(np, "infty"):
 import shutil  # noqa: E402
 
 import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny test tensors: one intra-op thread avoids thread start-up dominating every op (and
+    keeps timings sane on two shared cores). Reset before every test, restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -29,14 +29,6 @@ def store(tmp_path_factory):
     return url
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def run(store, runs, mode, **kw):
     from anonymask.flows.train import train
 

@@ -20,15 +20,6 @@ from anonymask.storage.feature_cache import (
 from anonymask.storage.store import DatasetStore
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run several times faster on one thread than on two busy cores."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def store_url(tmp_path_factory):
     url = str(tmp_path_factory.mktemp("fc") / "syn.zarr")

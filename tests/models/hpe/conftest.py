@@ -3,15 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
-
-
-@pytest.fixture(autouse=True)
-def _few_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # two shared cores: keep tests light and deterministic
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -8,14 +8,6 @@ import torch
 from anonymask.models.privacy.toy import tiny_model_factory
 
 
-@pytest.fixture(autouse=True)
-def _few_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # two shared cores: keep tests light and deterministic
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture
 def model():
     return tiny_model_factory(seed=0)

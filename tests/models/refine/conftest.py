@@ -9,18 +9,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models gain nothing from threads, and on a shared 2-core machine two OpenMP threads made
-    a refinement ~50x slower (spinning against other processes)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="session")
 def tiny_weights(tmp_path_factory):
     from anonymask.models.refine.tiny import build_tiny_refiner_weights

@@ -2,18 +2,8 @@
 
 import numpy as np
 import pytest
-import torch
 
 from anonymask.models.skeleton.synthetic import make_synthetic_skeletons
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Other test processes share the machine's two cores; small models gain nothing from threads.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
