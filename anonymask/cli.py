@@ -7,20 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from anonymask.errors import AnonymaskError
-
-
-def data_root() -> Path:
-    """Root for raw data and stores (env ANONYMASK_DATA, default ./data)."""
-    return Path(os.environ.get("ANONYMASK_DATA", "data")).resolve()
-
-
-def default_store(dataset: str) -> str:
-    return str(data_root() / "stores" / f"{dataset}.zarr")
+from anonymask.paths import data_root
 
 
 # ---------------------------------------------------------------------------- status / verify

@@ -51,15 +51,17 @@ def anonymize_video(store_url: str, video_id: str, config: dict[str, Any]) -> di
         results.append(res)
         logger.info("%s: %s %s (%.2fs)", video_id, name, res["status"], res["seconds"])
         update_progress_artifact(progress_id, progress=100.0 * (i + 1) / len(ORDER))
-    entry = store.video(video_id)
-    frames = int(entry.attrs.get("frames") or 0)
-    computed = [r for r in results if r["status"] == "done"]
-    seconds = time.perf_counter() - t0
+    return video_result(store_url, video_id, results, t0)
+
+
+def video_result(store_url: str, video_id: str, results: list[dict[str, Any]], t0: float) -> dict[str, Any]:
+    """One video's outcome: "done" if any stage computed, "skipped" if all were complete."""
+    frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
     return {
         "video_id": video_id,
-        "status": "done" if computed else "skipped",
+        "status": "done" if any(r["status"] == "done" for r in results) else "skipped",
         "frames": frames,
-        "seconds": round(seconds, 3),
+        "seconds": round(time.perf_counter() - t0, 3),
         "stages": {r["stage"]: r for r in results},
     }
 
@@ -141,10 +143,7 @@ def video_task(store_url: str, video_id: str, config: dict[str, Any]) -> dict[st
 
     t0 = time.perf_counter()
     results = [execute_stage(store_url, video_id, name, config) for name in ORDER]
-    frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
-    computed = [r for r in results if r["status"] == "done"]
-    return {"video_id": video_id, "status": "done" if computed else "skipped", "frames": frames,
-            "seconds": round(time.perf_counter() - t0, 3), "stages": {r["stage"]: r for r in results}}
+    return video_result(store_url, video_id, results, t0)
 
 
 @flow(name="anonymize-fan-out", persist_result=False)

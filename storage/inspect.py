@@ -13,6 +13,7 @@ from anonymask.storage.store import (
     STATUS_FAILED,
     STATUS_MISSING,
     DatasetStore,
+    overall_status,
 )
 
 
@@ -46,15 +47,7 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
                     "backend": r.get("backend"),
                     "finished_at": r.get("finished_at"),
                 }
-        statuses = [c["status"] for c in cells.values()]
-        if any(st == STATUS_FAILED for st in statuses):
-            overall = "failed"
-        elif statuses and all(st == STATUS_DONE for st in statuses):
-            overall = "done"
-        elif any(st == STATUS_DONE for st in statuses):
-            overall = "partial"
-        else:
-            overall = "missing"
+        overall = overall_status([c["status"] for c in cells.values()])
         counts[overall] += 1
         info = entry.info
         rows.append(

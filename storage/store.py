@@ -208,17 +208,9 @@ class DatasetStore:
         for entry in self.videos():
             info = entry.info.to_dict()
             recs = entry.records()
-            failed = [s for s, r in recs.items() if r.get("status") == STATUS_FAILED]
             expected = self.stages or list(recs)
-            done = [s for s in expected if recs.get(s, {}).get("status") == STATUS_DONE]
-            if failed:
-                status = STATUS_FAILED
-            elif expected and len(done) == len(expected):
-                status = STATUS_DONE
-            elif done:
-                status = "partial"
-            else:
-                status = STATUS_MISSING
+            status = overall_status([recs.get(s, {}).get("status", STATUS_MISSING) for s in expected]
+                                    + [r.get("status") for s, r in recs.items() if s not in expected])
             info.update(
                 frames=entry.attrs.get("frames"),
                 fps=entry.attrs.get("fps"),
@@ -231,6 +223,17 @@ class DatasetStore:
     def cache_group(self, key: str) -> zarr.Group:
         """Group for derived training artifacts (frozen-prefix features), keyed by content."""
         return self.group.require_group("cache").require_group(key)
+
+
+def overall_status(stage_statuses: list[str | None]) -> str:
+    """A video's status from its stages': failed if any failed, done if all done, partial if some."""
+    if any(st == STATUS_FAILED for st in stage_statuses):
+        return STATUS_FAILED
+    if stage_statuses and all(st == STATUS_DONE for st in stage_statuses):
+        return STATUS_DONE
+    if any(st == STATUS_DONE for st in stage_statuses):
+        return "partial"
+    return STATUS_MISSING
 
 
 class VideoEntry:

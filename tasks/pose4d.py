@@ -28,17 +28,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.body.model import get_body_model
 
     backend = cfg.get("backend", "mediapipe")
-    frames = entry.read("raw")
     if backend == "gt":
         if not has_tracks(entry, "gt/pose"):
             raise ValueError(f"{entry.video_id}: pose4d backend 'gt' needs ground truth (synthetic data only)")
         tracks, camera = read_tracks(entry, "gt/pose")
-        write_tracks(w, "pose", tracks, camera)
     elif backend == "mediapipe":
         from anonymask.models.pose.detect import detection_probability
         from anonymask.models.pose.estimate import estimate_mediapipe
         from anonymask.models.pose.fit import FitConfig
 
+        frames = entry.read("raw")
         prob = person_probability(frames, cfg.get("segmenter", "mediapipe"))
         det = detection_probability(frames, prob, use_motion=bool(cfg.get("motion_cue", True)))
         # the segment stage unites this with the fitted silhouettes: a person the pose model missed
@@ -50,43 +49,40 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             min_visible_frames=cfg.get("min_visible_frames", 2),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
         )
-        write_tracks(w, "pose", res.tracks, res.camera)
+        tracks, camera = res.tracks, res.camera
         w.write("pose/boxes", res.boxes, frame_chunked=False)
         w.metric(**res.diagnostics)
     elif backend == "ntu-skeleton":
         from anonymask.models.pose.fit import FitConfig
         from anonymask.models.pose.ntu import estimate_from_ntu_skeleton
 
-        res = estimate_from_ntu_skeleton(entry.info.extra.get("skeleton"), frames.shape, get_body_model(),
+        res = estimate_from_ntu_skeleton(entry.info.extra.get("skeleton"), entry.array("raw").shape,
+                                         get_body_model(),
                                          fit=FitConfig(iterations=int(cfg.get("iterations", 100))),
                                          video=entry.video_id)
-        write_tracks(w, "pose", res.tracks, res.camera)
+        tracks, camera = res.tracks, res.camera
         w.metric(**res.diagnostics)
     else:
         raise ValueError(f"unknown pose4d backend {backend!r} (gt, mediapipe, ntu-skeleton)")
-    w.metric(tracks=len(read_pending_tracks(w)))
+    write_tracks(w, "pose", tracks, camera)
+    w.metric(tracks=len(tracks))
     if has_tracks(entry, "gt/pose") and backend != "gt":
-        w.metric(mpjpe_mm=pose_mpjpe(entry, w))
+        w.metric(mpjpe_mm=pose_mpjpe(entry, tracks))
 
 
-def read_pending_tracks(w: StageWriter) -> list[str]:
-    return [k for k in w.outputs if k.startswith("pose/track_") and k.endswith("/betas")]
-
-
-def pose_mpjpe(entry: VideoEntry, w: StageWriter) -> float:
+def pose_mpjpe(entry: VideoEntry, fit_tracks: list) -> float:
     """Root-aligned MPJPE (mm) of each ground-truth person matched to the nearest fitted track."""
     from anonymask.models.body.model import get_body_model
     from anonymask.models.metrics import mpjpe_mm
 
     body = get_body_model()
     gt_tracks, _ = read_tracks(entry, "gt/pose")
-    fit_tracks, _ = read_tracks(entry, "pose")
+    fit_joints = [body.pose_track(f).joints[:, BODY_JOINTS] for f in fit_tracks]  # pose each once
     errs = []
     for g in gt_tracks:
         gj = body.pose_track(g).joints[:, BODY_JOINTS]
         best = np.inf
-        for f in fit_tracks:
-            fj = body.pose_track(f).joints[:, BODY_JOINTS]
+        for f, fj in zip(fit_tracks, fit_joints):
             both = g.valid & f.valid
             if both.sum() == 0:
                 continue
