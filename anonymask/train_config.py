@@ -53,15 +53,25 @@ DEFAULTS: dict[str, Any] = {
     "epsilon": 8.0,  # target epsilon of the DP modes (ignored by nonprivate)
     "delta": 1e-5,
     "max_grad_norm": 1.0,
-    "noise_multiplier": None,  # None: calibrated for epsilon with `accountant`
+    "noise_multiplier": None,  # None: calibrated for epsilon with `accountant` under `adjacency`
     "accountant": "rdp",  # as in the paper (Theorem 1); the tight one is reported beside it
     "compare_accountants": ["pld"],
+    # what neighbouring datasets differ in: auto = the mode's claim (maskdp: replace one record's
+    # private tokens, the paper's Definition 2; dp and fpdp: add/remove one record's private part)
+    "adjacency": "auto",
+    # sound: MaskDP's / FP-DP's public term on a batch drawn independently of the private one;
+    # paper: on the private batch itself with Theorem 1 (reproduces the paper; NOT a valid guarantee)
+    "accounting": "sound",
     "noise_seed": None,  # None: OS entropy (real runs); fix only for reproducible experiments
     "sampling_seed": None,
+    "public_seed": None,
     # FP-DP
     "fpdp_k": 16,
     "fpdp_refresh_every": 50,
-    "fpdp_psi": "blur_1",
+    # psi: paper_blur (the paper's blur, sigma 10 px at 256 px, scaled to `size`), blur_<sigma>
+    # (at least that strong unless fpdp_psi_allow_weak), or public (synthetic tokens only)
+    "fpdp_psi": "paper_blur",
+    "fpdp_psi_allow_weak": False,
     "fpdp_public_weight": 1.0,
     "fpdp_public": "holdout:0.1",  # holdout:<fraction of train videos> | split:<split name>
     "fpdp_public_size": 64,
@@ -168,11 +178,25 @@ def train_settings(
         raise ValueError("maskdp needs a pixel mask: mask_source r (anonymized video) or q (raw video, Real*)")
     if s["variant"] == "real" and s["mask_source"] == "r":
         raise ValueError("variant real has no synthetic pixels: use mask_source q (Real*) or none")
+    if s["variant"] != "real" and s["mask_source"] == "q":
+        raise ValueError(f"mask_source q (Real*: the person public) applies to variant real only, not {s['variant']}")
     if mode == "nonprivate":
         s["epsilon"] = math.inf
     elif s["noise_multiplier"] is None and not (s["epsilon"] and float(s["epsilon"]) > 0):
         raise ValueError(f"mode {mode} needs a target epsilon > 0 (or a noise_multiplier)")
     s["size"] = [int(v) for v in (s["size"] if isinstance(s["size"], (list, tuple)) else [s["size"]] * 2)]
+    if s["accounting"] not in ("sound", "paper"):
+        raise ValueError(f"accounting must be sound or paper, got {s['accounting']!r}")
+    if s["accounting"] == "paper" and mode not in ("maskdp", "fpdp"):
+        raise ValueError(f"accounting=paper reproduces MaskDP's / FP-DP's same-batch public term, not {mode}")
+    if s["adjacency"] == "auto":
+        s["adjacency"] = "replace" if mode == "maskdp" else "add_remove"
+    if s["adjacency"] not in ("add_remove", "replace"):
+        raise ValueError(f"adjacency must be auto, add_remove or replace, got {s['adjacency']!r}")
+    if mode == "fpdp":
+        from anonymask.models.action.trainer import resolve_psi
+
+        s["fpdp_psi"] = resolve_psi(str(s["fpdp_psi"]), s["size"])
     if isinstance(s["compare_accountants"], str):
         s["compare_accountants"] = [a for a in s["compare_accountants"].split(",") if a]
     s["mode"] = mode
@@ -194,7 +218,8 @@ def _eps_tag(eps: float) -> str:
 
 
 def default_run_name(settings: dict[str, Any]) -> str:
-    """``<dataset>-<row>-<mode>-eps<e>-<hash>``: a changed setting starts a new run, the same
-    settings resume the old one."""
+    """``<dataset>-<row>-<mode>[-paper]-eps<e>-<hash>``: a changed setting starts a new run, the
+    same settings resume the old one."""
     row = settings["variant"] + ("-q" if settings["mask_source"] == "q" else "")
-    return f"{settings['dataset']}-{row}-{settings['mode']}-eps{_eps_tag(float(settings['epsilon']))}-{settings_hash(settings)}"
+    mode = settings["mode"] + ("-paper" if settings.get("accounting") == "paper" else "")
+    return f"{settings['dataset']}-{row}-{mode}-eps{_eps_tag(float(settings['epsilon']))}-{settings_hash(settings)}"

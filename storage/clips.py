@@ -10,9 +10,10 @@ Pixel masks (True = public) for MaskDP:
 
 - ``mask_source="r"``: ``public_mask`` = r, the pixels that are synthetic. Not allowed with
   ``real``: the raw video has no synthetic pixels, calling its person region public would leak.
-- ``mask_source="q"``: public = NOT q, i.e. every pixel with person weight ``q == 0`` is public
-  (background public, person private; the soft, grown, feathered q makes this conservative).
-  With ``real`` this is the paper's "Real*" row.
+- ``mask_source="q"``: the paper's "Real*" row, allowed with ``real`` only: public = the PERSON
+  region (q > ``q_threshold``), private = the rest. The real person is then public, so such a run
+  protects nothing about who was filmed; the trainer reports it as not private (an upper bound).
+  On the render variants q would call real background pixels public: refused.
 - ``None``: nothing is public (all False).
 
 Resizing uses bilinear interpolation with antialiasing (non-negative weights). The private
@@ -36,6 +37,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from anonymask.errors import DatasetError
+from anonymask.storage.hashing import array_checksum
 from anonymask.storage.store import DatasetStore
 
 VARIANT_ARRAYS = {"real": "raw", "render": "merged", "rend_diff": "anonymized"}
@@ -115,6 +117,11 @@ class ClipDataset(Dataset):
                 "variant 'real' has no synthetic pixels: mask_source 'r' would call real pixels public "
                 "(use 'q' for the Real* setting, or None)"
             )
+        if variant != "real" and mask_source == "q":
+            raise ValueError(
+                f"mask_source 'q' (the Real* row: the person region public) applies to variant 'real' only; "
+                f"on {variant!r} the pixels outside the avatar are real background: use mask_source 'r'"
+            )
         if clip_len < 1 or frame_stride < 1 or clips_per_video < 1:
             raise ValueError("clip_len, frame_stride and clips_per_video must be >= 1")
         self.store_url = str(store_url)
@@ -180,9 +187,7 @@ class ClipDataset(Dataset):
 
     def _open(self, video_id: str):
         if video_id not in self._arrays:
-            if self._store is None:
-                self._store = DatasetStore.open(self.store_url, mode="r")
-            entry = self._store.video(video_id)
+            entry = self._store_handle().video(video_id)
             video = entry.array(VARIANT_ARRAYS[self.variant])
             mask = (entry.array(mask_array_name(entry, self.variant, self.mask_source))
                     if self.mask_source else None)
@@ -206,6 +211,42 @@ class ClipDataset(Dataset):
             "clips_per_video": self.clips_per_video,
             "normalize": self.normalize,
         }
+
+    def array_names(self, video_id: str) -> list[str]:
+        """Store arrays a video's clips are read from (the variant's video, the mask)."""
+        names = [VARIANT_ARRAYS[self.variant]]
+        if self.mask_source:
+            entry = self._store_handle().video(video_id)
+            names.append(mask_array_name(entry, self.variant, self.mask_source))
+        return names
+
+    def _store_handle(self) -> DatasetStore:
+        if self._store is None:
+            self._store = DatasetStore.open(self.store_url, mode="r")
+        return self._store
+
+    def content_ids(self) -> list[list[str]]:
+        """Per video: id, label and the identity of every array its clips read.
+
+        The identity is the checksum the writing stage recorded for the array (a stage that
+        reruns with other results changes it), or, for arrays written without a stage record,
+        the checksum of the array's content. Feature-cache keys hash these, so cached features
+        never outlive the pixels, masks or labels they came from.
+        """
+        out = []
+        for video_id in sorted(self.video_labels):
+            entry = self._store_handle().video(video_id)
+            recorded = {
+                name: desc.get("checksum")
+                for rec in entry.records().values()
+                if rec.get("status") == "done"
+                for name, desc in (rec.get("outputs") or {}).items()
+            }
+            ids = [video_id, str(self.video_labels[video_id])]
+            for name in self.array_names(video_id):
+                ids.append(f"{name}={recorded.get(name) or array_checksum(entry.array(name))}")
+            out.append(ids)
+        return out
 
     def sample_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
         t, (h, w) = self.clip_len, self.size
@@ -233,8 +274,8 @@ class ClipDataset(Dataset):
                 )
             if self.mask_source == "r":
                 private = ~mask.astype(bool)
-            else:
-                private = mask > self.q_threshold
+            else:  # Real*: the person region (q) is public
+                private = ~(mask > self.q_threshold)
         return video, private
 
     def __getitem__(self, i: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ One process writes a cache.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
@@ -40,7 +41,7 @@ from anonymask.storage.store import DatasetStore
 VARIANTS = ("full", "private", "public")  # plus "blur_<sigma>"
 TOKENS = "tokens"
 SHARD_CLIPS = 64
-_FORMAT = "action-prefix-features-v1"
+_FORMAT = "action-prefix-features-v2"  # v2: Real* (q) tokens are the person, content ids in the key
 
 
 def feature_key(variant: str) -> str:
@@ -87,7 +88,7 @@ def mask_policy(model: ActionModel, dataset: ClipDataset) -> dict[str, Any]:
     return {
         "mask_source": dataset.mask_source,
         "q_threshold": dataset.q_threshold,
-        "rule": "public iff every covered pixel is synthetic; padding public",
+        "rule": "public iff every covered pixel is public (r: synthetic; q: the person region); padding public",
         "kernel": list(model.patch_kernel),
         "stride": list(model.patch_stride),
         "padding": list(model.patch_padding),
@@ -102,7 +103,10 @@ def _model_spec(model: ActionModel) -> dict[str, Any]:
 def cache_key(
     model: ActionModel, dataset: ClipDataset, *, precision: str = "float32", split: int | None = None
 ) -> str:
-    """Hash of (prefix weights, model config, split point, clip spec + clip list, mask policy, precision)."""
+    """Hash of everything a cached feature depends on: the prefix weights (content hash), model
+    config, split point, clip spec + clip list, mask policy, precision, and per video its label and
+    the recorded checksums of the arrays it reads (``ClipDataset.content_ids``), so a rerun of an
+    upstream stage, a changed mask or a relabelled video never reuses stale features or tokens."""
     split = model.split_index() if split is None else split
     spec = dict(dataset.spec())
     spec.pop("store", None)  # the cache lives in that store; moving it must not invalidate it
@@ -116,6 +120,7 @@ def cache_key(
         config_hash(clips),
         config_hash(mask_policy(model, dataset)),
         precision,
+        config_hash(dataset.content_ids()),
     )
 
 
@@ -309,6 +314,17 @@ class CachedFeatureDataset(Dataset):
 
     def __len__(self) -> int:
         return len(self.clips)
+
+    def with_variants(self, variants: Sequence[str]) -> CachedFeatureDataset:
+        """The same clips reading only ``variants`` (plus the token masks, if cached)."""
+        check_variants(variants)
+        missing = [v for v in variants if v not in self.variants]
+        if missing:
+            raise ValueError(f"the cached features lack variant(s) {missing} (build the cache with them)")
+        other = copy.copy(self)
+        other.variants = tuple(variants) + ((TOKENS,) if self.with_tokens else ())
+        other._arrays = None
+        return other
 
     def sample_shapes(self) -> dict[str, tuple[tuple[int, ...], str]]:
         out: dict[str, tuple[tuple[int, ...], str]] = {

@@ -281,8 +281,10 @@ def train_config(settings: dict[str, Any]):
         max_grad_norm=float(s["max_grad_norm"]), noise_multiplier=s["noise_multiplier"],
         target_epsilon=None if s["mode"] == "nonprivate" else float(s["epsilon"]), delta=float(s["delta"]),
         accountant=s["accountant"], compare_accountants=tuple(s["compare_accountants"]),
-        noise_seed=s["noise_seed"], sampling_seed=s["sampling_seed"], fpdp_k=int(s["fpdp_k"]),
+        noise_seed=s["noise_seed"], sampling_seed=s["sampling_seed"], public_seed=s["public_seed"],
+        adjacency=s["adjacency"], accounting=s["accounting"], fpdp_k=int(s["fpdp_k"]),
         fpdp_refresh_every=int(s["fpdp_refresh_every"]), fpdp_psi=s["fpdp_psi"],
+        fpdp_psi_allow_weak=bool(s["fpdp_psi_allow_weak"]),
         fpdp_public_weight=float(s["fpdp_public_weight"]), fpdp_public_size=int(s["fpdp_public_size"]),
     )  # fmt: skip
 
@@ -401,6 +403,10 @@ def evaluate_run(settings: dict[str, Any], store_url: str, run_dir: str, caches:
         "epsilon": eps,
         "epsilon_other": privacy.get("epsilon_other", {}),
         "accountant": privacy.get("accountant"),
+        "adjacency": privacy.get("adjacency"),
+        "accounting": privacy.get("accounting"),
+        "private": privacy.get("private"),
+        "guarantee": privacy.get("guarantee"),
         "delta": privacy.get("delta"),
         "sigma": privacy.get("sigma"),
         "seed": settings["seed"],
@@ -437,6 +443,15 @@ def _class_names(store_url: str, n: int) -> list[str]:
     return names + [f"class{k}" for k in range(len(names), n)]
 
 
+def _psi_text(psi: dict[str, Any] | None) -> str:
+    if not psi:
+        return "none"
+    if psi.get("kind") == "gaussian_blur":
+        weak = " (BELOW the paper's blur)" if psi.get("below_paper_floor") else ""
+        return f"Gaussian blur, sigma {psi['sigma_px']:g} px at {psi['input_size'][0]}x{psi['input_size'][1]}{weak}"
+    return str(psi.get("kind"))
+
+
 def result_markdown(metrics: dict[str, Any], privacy: dict[str, Any]) -> str:
     def fmt(v: Any) -> str:
         return "n/a" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
@@ -453,13 +468,20 @@ def result_markdown(metrics: dict[str, Any], privacy: dict[str, Any]) -> str:
         f"| top-1 | {fmt(metrics['top1'])} |",
         f"| mean per-class accuracy | {fmt(metrics['mean_class_acc'])} |",
         f"| clip top-1 | {fmt(metrics['clip_top1'])} |",
+        f"| guarantee | {privacy.get('guarantee') or 'n/a'} |",
         f"| epsilon ({privacy.get('accountant')}) | {fmt(privacy.get('epsilon'))} |",
-        f"| epsilon (other accountants) | {others or 'n/a'} |",
+        f"| epsilon (other) | {others or 'n/a'} |",
         f"| target epsilon | {fmt(metrics['target_epsilon'])} |",
+        f"| adjacency | {privacy.get('adjacency', 'n/a')} ({privacy.get('record', 'record')} level) |",
+        f"| accounting | {privacy.get('accounting', 'n/a')} |",
         f"| delta | {fmt(privacy.get('delta'))} |",
         f"| sigma | {fmt(privacy.get('sigma'))} |",
         f"| q | {fmt(privacy.get('q'))} |",
+        f"| steps | {fmt(privacy.get('steps'))} |",
         f"| C | {fmt(privacy.get('C'))} |",
+        f"| public term | {privacy.get('public_term') or 'none'} |",
+        f"| psi | {_psi_text(privacy.get('psi'))} |",
+        f"| labels | {privacy.get('labels', 'n/a')} |",
         f"| mask policy | {privacy.get('mask_policy') or 'none'} |",
         f"| dataset fingerprint | `{str(privacy.get('dataset_fingerprint', ''))[:16]}` |",
         "",

@@ -7,7 +7,8 @@ and ``batch`` a :class:`StepBatch`: the inputs of ``net`` per variant (what the 
 ``variants``), the labels, and the per-sample public-token mask when the mode needs one. The
 returned gradients (name -> tensor) are final: the trainer writes them to ``.grad`` and steps the
 optimizer. ``sampling`` says which batches the strategy expects: "shuffle" (fixed-size shuffled
-batches) or "poisson" (every DP mode; an empty batch is a valid step).
+batches) or "poisson" (every DP mode; an empty batch is a valid step). DP strategies also take a
+PUBLIC batch (MaskDP, FP-DP), which the trainer draws independently of the private one.
 
 Variants (see storage/feature_cache.py): "full" (the clip), "private" (public tokens zeroed),
 "public" (private tokens zeroed), "blur_<sigma>" (the clip blurred). When the prefix is frozen
@@ -16,15 +17,11 @@ clip with a token mask, given as (x, token_keep).
 
 Modes:
 - ``nonprivate``: mean cross-entropy, ordinary backward.
-- ``dpsgd``: per-sample clip to C, sum, + N(0, sigma^2 C^2), / (q N)  (models/privacy/dpsgd.py).
-- ``maskdp``: clipped + noised private-token gradients, noise-free public-token gradients
-  (Algorithm 2, models/privacy/maskdp.py), composed here from the same primitives so the
-  private and public passes can read different cached feature variants.
-- ``fpdp``: private raw gradients clipped + noised + projected on a subspace from a PUBLIC set,
-  plus the noise-free gradient on public features psi(x) (models/privacy/fpdp.py).
-
-Every DP strategy records one Poisson-subsampled Gaussian step (q, sigma) per call in its
-accountant, empty batches included, and divides by the expected batch size q*N.
+- ``dpsgd``, ``maskdp``, ``fpdp``: :class:`PrivateStrategy`, a thin adapter that turns the
+  batches' feature variants into the inputs of models/privacy/mechanism.py (the one
+  implementation of every private step): MaskDP's private batch reads the "private" variant
+  (public tokens zeroed) and its public batch the "public" one; FP-DP's private batch reads
+  "full" and its public batch the psi variant; the subspace comes from the public set.
 """
 
 from __future__ import annotations
@@ -110,58 +107,144 @@ class NonPrivate:
         pass
 
 
-class _DPBase:
-    """Shared by the DP modes: C, sigma, q, N, accountant, a seeded noise generator."""
+class PrivateStrategy:
+    """Every DP mode: an adapter from the trainer's batches to models/privacy/mechanism.py.
+
+    ``private_variants`` / ``public_variants``: the feature variants the private and the public
+    batch must carry. The trainer draws the public batch independently of the private one
+    (``accounting="sound"``), or passes the private batch itself (``accounting="paper"``: the
+    MaskDP paper's Algorithm 2, reproduced on request and reported as not a valid guarantee).
+    FP-DP's ``public_set`` = (inputs, labels) of held-out PUBLIC samples for its subspace.
+    """
 
     sampling = "poisson"
-    mode = "dp"
 
     def __init__(
         self,
+        mode: str,
         *,
         max_grad_norm: float,
         noise_multiplier: float,
         sample_rate: float,
         num_samples: int,
         accountant: str = "rdp",
+        adjacency: str = "add_remove",
         delta: float = 1e-5,
         noise_seed: int | None = None,
         chunk_size: int | None = None,
         device: torch.device | str = "cpu",
+        accounting: str = "sound",
+        record: str = "video",
+        public_set: tuple[Input, Tensor] | None = None,
+        k: int = 16,
+        refresh_every: int = 50,
+        psi_variant: str | None = None,
+        psi: dict | None = None,
+        public_weight: float = 1.0,
         mask_policy: str | None = None,
         dataset_fingerprint: str = "",
+        not_private_reason: str | None = None,
     ):
         from anonymask.models.privacy.accountant import Accountant
-        from anonymask.models.privacy.dpsgd import check_dp_args
+        from anonymask.models.privacy.mechanism import PrivateStep, mode_spec
+        from anonymask.models.privacy.sampler import os_seed
 
-        self.C = float(max_grad_norm)
-        self.sigma = float(noise_multiplier)
+        spec = mode_spec(mode)
+        self.mode = spec.name
+        if accounting not in ("sound", "paper"):
+            raise ValueError(f"unknown accounting {accounting!r}; choose sound or paper")
+        if accounting == "paper" and spec.public_term is None:
+            raise ValueError(f"accounting=paper reproduces the same-batch public term of maskdp/fpdp, not {mode}")
+        if spec.public_term == "psi" and not psi_variant:
+            raise ValueError(f"mode {mode} needs a psi variant (its public features)")
+        if spec.project and public_set is None:
+            raise ValueError(f"mode {mode} needs a public set: its subspace comes from public samples only")
         self.q = float(sample_rate)
         self.N = int(num_samples)
         self.expected_batch_size = self.q * self.N
-        check_dp_args(self.C, self.sigma, self.expected_batch_size)
         self.delta = float(delta)
-        self.accountant = Accountant(accountant)
-        self.chunk_size = chunk_size
+        self.accounting = accounting
+        self.record = record
+        self.public_set = public_set
+        self.psi_variant = psi_variant
+        self.psi = psi
         self.mask_policy = mask_policy
         self.dataset_fingerprint = dataset_fingerprint
+        self.not_private_reason = not_private_reason
+        self.private_variants = ("private",) if spec.public_term == "public_tokens" else ("full",)
+        self.public_variants: tuple[str, ...] = {"public_tokens": ("public",), "psi": (psi_variant,), None: ()}[
+            spec.public_term
+        ]
         self.generator = torch.Generator(device=device)
-        if noise_seed is None:  # a real private run: noise from the OS's entropy
-            import os
+        self.generator.manual_seed(int(noise_seed) if noise_seed is not None else os_seed())
+        self.accountant = Accountant(accountant, adjacency)
+        self.step_fn = PrivateStep(
+            mode, max_grad_norm=max_grad_norm, noise_multiplier=noise_multiplier,
+            expected_batch_size=self.expected_batch_size, generator=self.generator, subspace_k=k,
+            subspace_refresh=refresh_every, public_weight=public_weight, chunk_size=chunk_size,
+            accountant=self.accountant, sample_rate=self.q,
+        )  # fmt: skip
+        self.C, self.sigma = self.step_fn.C, self.step_fn.sigma
+        self.last_parts = None  # StepParts of the last step (tests, diagnostics; never logged)
 
-            noise_seed = int.from_bytes(os.urandom(8), "little") >> 1
-        self.generator.manual_seed(int(noise_seed))
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return self.private_variants + self.public_variants
 
-    def _account(self) -> None:
-        self.accountant.step(self.q, self.sigma)
+    def public_term_text(self) -> str | None:
+        spec = self.step_fn.spec
+        if spec.public_term is None:
+            return None
+        what = "public tokens (synthetic patches)" if spec.public_term == "public_tokens" else f"psi(x) = {self.psi_variant}"
+        how = (
+            "an independent Poisson batch of the training records (rate q), not the private batch"
+            if self.accounting == "sound"
+            else "the private batch itself (the paper's Algorithm 2)"
+        )
+        return f"{what}, noise-free, on {how}"
+
+    def _inputs(self, batch: StepBatch, variant: str, weight_from: str | None):
+        from anonymask.models.privacy.mechanism import Inputs
+
+        x, keep = batch.inputs[variant]
+        weights = None
+        if weight_from is not None:
+            pub = batch.public_tokens
+            if pub is None or pub.dtype != torch.bool or pub.shape[0] != batch.size:
+                raise ValueError("MaskDP needs per-sample public-token masks (B, N) bool")
+            weights = ((~pub) if weight_from == "private" else pub).any(dim=1).to(torch.float32)
+        return Inputs(x, batch.y, keep, weights)
+
+    def __call__(
+        self, net: nn.Module, params: dict[str, Tensor], batch: StepBatch, public: StepBatch | None = None
+    ) -> StepResult:
+        from anonymask.models.privacy.mechanism import Inputs
+
+        maskdp = self.mode == "maskdp"
+        private = self._inputs(batch, self.private_variants[0], "private" if maskdp else None)
+        pub_inputs = None
+        if self.public_variants:
+            if public is None:
+                raise ValueError(f"mode {self.mode} needs a public batch")
+            pub_inputs = self._inputs(public, self.public_variants[0], "public" if maskdp else None)
+        subspace_set = None
+        if self.step_fn.needs_subspace_set():
+            (sx, skeep), sy = self.public_set
+            subspace_set = Inputs(sx, sy, skeep)
+        parts = self.step_fn.parts(net, params, private, pub_inputs, subspace_set)
+        self.last_parts = parts
+        grads = parts.combined(self.expected_batch_size)
+        return StepResult(grads, batch.size, stats=dict(parts.stats))
 
     def privacy_report(self, compare_with: tuple[str, ...] | None = None) -> dict:
         """PrivacyReport dict; ``compare_with`` None = the other accountant family side by side."""
         from anonymask.models.privacy.report import PrivacyReport
 
         rep = PrivacyReport.from_accountant(
-            self.mode, self.accountant, self.delta, self.C, mask_policy=self.mask_policy,
+            self.mode, self.accountant, self.delta, self.C, accounting=self.accounting, record=self.record,
+            public_term=self.public_term_text(), psi=self.psi, mask_policy=self.mask_policy,
             dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with,
+            not_private_reason=self.not_private_reason,
         )  # fmt: skip
         return rep.to_dict()
 
@@ -169,125 +252,10 @@ class _DPBase:
         return self.accountant.epsilon(self.delta) if self.accountant.steps else 0.0
 
     def state_dict(self) -> dict:
-        return {"accountant": self.accountant.state_dict(), "generator": self.generator.get_state()}
+        return self.step_fn.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        self.accountant.load_state_dict(state["accountant"])
-        self.generator.set_state(state["generator"])
+        self.step_fn.load_state_dict(state)
 
 
-class DPSGD(_DPBase):
-    """DP-SGD on the full clip (torch.func per-sample gradients, models/privacy/dpsgd.py)."""
-
-    mode = "dpsgd"
-    variants = ("full",)
-
-    def __call__(self, net: nn.Module, params: dict[str, Tensor], batch: StepBatch) -> StepResult:
-        from anonymask.models.privacy.dpsgd import private_noisy_sum
-
-        x, keep = batch.inputs["full"]
-        rel = private_noisy_sum(
-            net, params, x, batch.y, self.C, self.sigma, self.generator, token_keep=keep, chunk_size=self.chunk_size
-        )
-        self._account()
-        grads = {n: g / self.expected_batch_size for n, g in rel.released().items()}
-        return StepResult(grads, batch.size)
-
-
-class MaskDP(_DPBase):
-    """MaskDP-SGD: private pass on the 'private' variant, public pass on the 'public' variant.
-
-    Same composition as models/privacy/maskdp.py (``maskdp_parts``): samples without private
-    tokens weigh 0 in the private pass; only samples with public tokens enter the public pass
-    (which samples those are depends on the token mask alone).
-    """
-
-    mode = "maskdp"
-    variants = ("private", "public")
-
-    def __call__(self, net: nn.Module, params: dict[str, Tensor], batch: StepBatch) -> StepResult:
-        from anonymask.models.privacy.clipping import summed_grads
-        from anonymask.models.privacy.dpsgd import private_noisy_sum
-
-        pub = batch.public_tokens
-        if pub is None or pub.dtype != torch.bool or pub.shape[0] != batch.size:
-            raise ValueError("MaskDP needs per-sample public-token masks (B, N) bool")
-        xp, kp = batch.inputs["private"]
-        xq, kq = batch.inputs["public"]
-        has_private = (~pub).any(dim=1).to(torch.float32)
-        rel = private_noisy_sum(
-            net, params, xp, batch.y, self.C, self.sigma, self.generator,
-            token_keep=kp, weights=has_private, chunk_size=self.chunk_size,
-        )  # fmt: skip
-        rows = pub.any(dim=1).nonzero().flatten()
-        public = summed_grads(net, xq[rows], batch.y[rows], params, token_keep=None if kq is None else kq[rows])
-        self._account()
-        released = rel.released()
-        grads = {n: (released[n] + public[n]) / self.expected_batch_size for n in released}
-        return StepResult(grads, batch.size)
-
-
-class FPDP(_DPBase):
-    """FP-DP: private 'full' gradients projected on a public subspace + noise-free psi gradients.
-
-    ``psi_variant``: the public features' variant ("blur_<sigma>" as in the paper, or "public":
-    synthetic tokens only). ``public_set`` = (inputs, labels) of PUBLIC samples, in the same
-    representation as ``net``'s inputs; the subspace is computed from them only and refreshed
-    every ``refresh_every`` steps.
-    """
-
-    mode = "fpdp"
-
-    def __init__(
-        self,
-        *,
-        public_set: tuple[Input, Tensor],
-        k: int = 16,
-        refresh_every: int = 50,
-        psi_variant: str = "blur_1",
-        public_weight: float = 1.0,
-        **kw: Any,
-    ):
-        super().__init__(**kw)
-        from anonymask.models.privacy.fpdp import PublicSubspace
-
-        self.subspace = PublicSubspace(k, refresh_every)
-        self.public_set = public_set
-        self.psi_variant = psi_variant
-        self.public_weight = float(public_weight)
-        self.variants = ("full", psi_variant)
-        self.steps_done = 0
-
-    def __call__(self, net: nn.Module, params: dict[str, Tensor], batch: StepBatch) -> StepResult:
-        from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten
-        from anonymask.models.privacy.dpsgd import private_noisy_sum
-
-        (pub_x, pub_keep), pub_y = self.public_set
-        refreshed = self.subspace.due(self.steps_done)
-        if refreshed:
-            g = per_sample_grads(net, pub_x, pub_y, params, token_keep=pub_keep, chunk_size=self.chunk_size)
-            self.subspace.update(flatten(g, batched=True), self.steps_done)
-        x, keep = batch.inputs["full"]
-        rel = private_noisy_sum(
-            net, params, x, batch.y, self.C, self.sigma, self.generator, token_keep=keep, chunk_size=self.chunk_size
-        )
-        projected = unflatten(self.subspace.project(flatten(rel.released())), rel.clipped_sum)
-        xs, ks = batch.inputs[self.psi_variant]
-        public = summed_grads(net, xs, batch.y, params, token_keep=ks)
-        self._account()
-        self.steps_done += 1
-        grads = {
-            n: (projected[n] + self.public_weight * public[n]) / self.expected_batch_size for n in projected
-        }
-        return StepResult(grads, batch.size, stats={"subspace_refreshed": float(refreshed)})
-
-    def state_dict(self) -> dict:
-        return dict(super().state_dict(), subspace=self.subspace.state_dict(), steps_done=self.steps_done)
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.subspace.load_state_dict(state["subspace"])
-        self.steps_done = int(state["steps_done"])
-
-
-STRATEGIES = {"nonprivate": NonPrivate, "dpsgd": DPSGD, "maskdp": MaskDP, "fpdp": FPDP}
+STRATEGIES = {"nonprivate": NonPrivate, "dpsgd": PrivateStrategy, "maskdp": PrivateStrategy, "fpdp": PrivateStrategy}

@@ -9,8 +9,13 @@ tail; when everything trains, the strategy sees the whole model and (clip, token
 
 Batches: fixed-size shuffled batches for the non-private mode; Poisson sampling with rate
 q = batch_size / N for the DP modes (batch_size is then the EXPECTED size; an empty batch is a
-valid step). Each epoch's order derives from (seed, epoch), so a resumed run repeats exactly
-what an uninterrupted one does. Noise draws come from the strategy's own generator, saved in the
+valid step). In the DP modes a record is a VIDEO: the sampler draws videos and takes one of a
+video's clips at random, so several clips per video never multiply a video's contribution.
+MaskDP and FP-DP also get a PUBLIC batch for their noise-free term, drawn by a second Poisson
+sampler that is independent of the private one (``accounting="paper"`` reuses the private batch,
+as the MaskDP paper does; its report then says it is not a valid guarantee). Sampling seeds come
+from the OS unless fixed for tests, and derive per epoch, so a resumed run repeats exactly what
+an uninterrupted one does. Noise draws come from the strategy's own generator, saved in the
 checkpoint with the accountant's ledger.
 
 Caveat on what is released: in the DP modes only the noisy gradients (and the model) are private
@@ -78,10 +83,16 @@ class TrainConfig:
     # Poisson sampling must be unpredictable for the subsampling analysis to hold: None draws a
     # seed from the OS (kept in the checkpoint, so a resumed run continues the same sequence)
     sampling_seed: int | None = None
+    public_seed: int | None = None  # the public batch's sampler (independent of the private one)
+    adjacency: str | None = None  # None: the mode's own (maskdp: replace, the paper's Definition 2)
+    accounting: str = "sound"  # "paper": MaskDP/FP-DP public term on the private batch (not valid DP)
     # FP-DP
     fpdp_k: int = 16
     fpdp_refresh_every: int = 50
-    fpdp_psi: str = "blur_1"  # public feature map: "blur_<sigma>" or "public" (synthetic tokens only)
+    # public feature map: "paper_blur" (the paper's blur scaled to the input), "blur_<sigma>" or
+    # "public" (synthetic tokens only)
+    fpdp_psi: str = "paper_blur"
+    fpdp_psi_allow_weak: bool = False  # accept a blur weaker than the paper's (the report says so)
     fpdp_public_weight: float = 1.0
     fpdp_public_size: int = 64
 
@@ -90,6 +101,22 @@ class TrainConfig:
             raise ValueError(f"unknown training mode {self.mode!r}; choose one of {MODES}")
         if self.batch_size < 1 or self.epochs < 0:
             raise ValueError("batch_size must be >= 1 and epochs >= 0")
+        if self.accounting not in ("sound", "paper"):
+            raise ValueError(f"accounting must be 'sound' or 'paper', got {self.accounting!r}")
+        if self.accounting == "paper" and self.mode not in ("maskdp", "fpdp"):
+            raise ValueError(f"accounting=paper reproduces MaskDP's / FP-DP's same-batch public term, not {self.mode}")
+        if self.adjacency not in (None, "add_remove", "replace"):
+            raise ValueError(f"adjacency must be add_remove or replace, got {self.adjacency!r}")
+
+
+def resolve_psi(psi: str, size: tuple[int, int] | list[int]) -> str:
+    """``paper_blur`` -> ``blur_<sigma>`` with the paper's blur scaled to ``size`` (3 decimals,
+    rounded up so it never falls below the floor); other names unchanged."""
+    if psi != "paper_blur":
+        return psi
+    from anonymask.models.privacy.fpdp import blur_floor
+
+    return f"blur_{math.ceil(blur_floor(tuple(size)) * 1000) / 1000:g}"
 
 
 def _derived_seed(*parts: Any) -> int:
@@ -150,13 +177,18 @@ class Trainer:
                 )
         self.num_samples = len(train_data)
         self.num_classes = model.config.num_classes
+        self.groups: list[list[int]] | None = None
         if config.mode == "nonprivate":
+            self.num_records = self.num_samples
             self.steps_per_epoch = math.ceil(self.num_samples / config.batch_size)
             self.sample_rate = None
         else:
-            from anonymask.models.privacy.sampler import epochs_to_steps
+            from anonymask.models.privacy.sampler import epochs_to_steps, record_groups
 
-            self.sample_rate = min(config.batch_size / self.num_samples, 1.0)
+            groups = record_groups([c[0] for c in train_data.clips])  # a record is a video
+            self.num_records = len(groups)
+            self.groups = groups if any(len(g) > 1 for g in groups) else None
+            self.sample_rate = min(config.batch_size / self.num_records, 1.0)
             self.steps_per_epoch = max(epochs_to_steps(1.0, self.sample_rate), 1)
         self.total_steps = self.steps_per_epoch * config.epochs
         self.optimizer = torch.optim.SGD(
@@ -167,9 +199,11 @@ class Trainer:
             self.optimizer, lambda s: lr_lambda(s, warmup, self.total_steps, config.min_lr_ratio)
         )
         self.strategy = self._build_strategy(public_data)
-        self.sampling_seed = config.sampling_seed
-        if self.sampling_seed is None:
-            self.sampling_seed = int.from_bytes(os.urandom(8), "little") >> 1
+        from anonymask.models.privacy.sampler import os_seed
+
+        self.sampling_seed = config.sampling_seed if config.sampling_seed is not None else os_seed()
+        self.public_seed = config.public_seed if config.public_seed is not None else os_seed()
+        self._private_data, self._public_data = self._loader_datasets()
         self.epoch = 0
         self.step = 0
         self.history: list[dict] = []
@@ -198,42 +232,90 @@ class Trainer:
         cls = STRATEGIES[cfg.mode]
         if cfg.mode == "nonprivate":
             return cls(micro_batch=cfg.micro_batch)
+        from anonymask.models.privacy.mechanism import mode_spec
+
+        if cfg.accounting == "paper":  # Theorem 1 of the MaskDP paper: RDP, add/remove, sensitivity C
+            accountant, adjacency = "rdp", "add_remove"
+        else:
+            accountant, adjacency = cfg.accountant, cfg.adjacency or mode_spec(cfg.mode).default_adjacency
         sigma = cfg.noise_multiplier
         if sigma is None:
             if cfg.target_epsilon is None:
                 raise ValueError(f"mode {cfg.mode!r} needs noise_multiplier or target_epsilon")
             from anonymask.models.privacy.accountant import sigma_for_epsilon
 
-            sigma = sigma_for_epsilon(self.sample_rate, self.total_steps, cfg.target_epsilon, cfg.delta, cfg.accountant)
-        if cfg.mode == "maskdp" and self._mask_source() is None:
-            raise ValueError("MaskDP needs a pixel mask: build the training data with mask_source 'r' (or 'q')")
+            sigma = sigma_for_epsilon(self.sample_rate, self.total_steps, cfg.target_epsilon, cfg.delta, accountant,
+                                      adjacency=adjacency)  # fmt: skip
+        source = self._mask_source()
+        if cfg.mode == "maskdp" and source is None:
+            raise ValueError("MaskDP needs a pixel mask: build the training data with mask_source 'r' (or 'q' for Real*)")
         mask_policy = None
-        if self._mask_source() is not None:
-            mask_policy = f"mask_source={self._mask_source()}; token public iff its whole patch is synthetic"
+        if source == "r":
+            mask_policy = "mask_source=r: a token is public iff its whole patch is synthetic (render mask r)"
+        elif source == "q":
+            mask_policy = "mask_source=q: the real person's region (q) is public (the paper's Real* row)"
         kw: dict[str, Any] = dict(
             max_grad_norm=cfg.max_grad_norm,
             noise_multiplier=float(sigma),
             sample_rate=self.sample_rate,
-            num_samples=self.num_samples,
-            accountant=cfg.accountant,
+            num_samples=self.num_records,
+            accountant=accountant,
+            adjacency=adjacency,
             delta=cfg.delta,
             noise_seed=cfg.noise_seed,
             chunk_size=cfg.micro_batch,
             device=self.device,
+            accounting=cfg.accounting,
+            record="video",
             mask_policy=mask_policy,
             dataset_fingerprint=self.fingerprint(),
+            not_private_reason=(
+                "mask_source=q treats the real person's pixels as public (the paper's Real* row: an upper "
+                "bound, not a private run)"
+                if source == "q"
+                else None
+            ),
         )
         if cfg.mode == "fpdp":
             if public_data is None:
                 raise ValueError("FP-DP needs public_data: the subspace is estimated from public samples only")
+            psi_variant, psi = self._psi()
             kw.update(
                 public_set=self._public_set(public_data),
                 k=cfg.fpdp_k,
                 refresh_every=cfg.fpdp_refresh_every,
-                psi_variant=cfg.fpdp_psi,
+                psi_variant=psi_variant,
+                psi=psi,
                 public_weight=cfg.fpdp_public_weight,
             )
-        return cls(**kw)
+        return cls(cfg.mode, **kw)
+
+    def _psi(self) -> tuple[str, dict]:
+        """FP-DP's public feature variant and its description (a blur at least the paper's)."""
+        from anonymask.models.privacy.fpdp import check_psi_blur
+
+        name = resolve_psi(self.cfg.fpdp_psi, self.model.config.size)
+        if name == "public":
+            if self._mask_source() is None:
+                raise ValueError("fpdp_psi=public needs a pixel mask (mask_source r)")
+            return name, {"kind": "public_tokens", "mask_source": self._mask_source()}
+        from anonymask.storage.feature_cache import blur_sigma
+
+        sigma = blur_sigma(name)
+        if sigma is None:
+            raise ValueError(f"unknown fpdp_psi {self.cfg.fpdp_psi!r}: use paper_blur, blur_<sigma> or public")
+        return name, check_psi_blur(sigma, self.model.config.size, self.cfg.fpdp_psi_allow_weak)
+
+    def _loader_datasets(self) -> tuple[Dataset, Dataset | None]:
+        """What the private and the public loaders read (cached data: only the variants needed)."""
+        st = self.strategy
+        public_variants = getattr(st, "public_variants", ())
+        private_variants = tuple(getattr(st, "private_variants", st.variants))
+        if self.cfg.accounting == "paper":
+            private_variants += tuple(public_variants)
+        ds = self.train_data
+        pick = (lambda v: ds.with_variants(v)) if hasattr(ds, "with_variants") else (lambda v: ds)  # noqa: E731
+        return pick(private_variants), (pick(tuple(public_variants)) if public_variants else None)
 
     def _public_set(self, public_data: Dataset):
         n = min(self.cfg.fpdp_public_size, len(public_data))
@@ -282,15 +364,34 @@ class Trainer:
             return x.new_zeros((0, *feature_shape(self.model)))
         return torch.cat(outs)
 
+    def _poisson_loader(self, dataset: Dataset, seed: int):
+        from anonymask.models.privacy.sampler import PoissonBatchSampler
+
+        sampler = PoissonBatchSampler(self.num_records, self.sample_rate, steps=self.steps_per_epoch, seed=seed,
+                                      groups=self.groups)  # fmt: skip
+        return make_loader(dataset, batch_sampler=sampler, num_workers=self.cfg.num_workers,
+                           pin_memory=self.device.type == "cuda")  # fmt: skip
+
+    def _batches(self, epoch: int):
+        """(private raw batch, public raw batch or None) per step of ``epoch``."""
+        if self.strategy.sampling != "poisson":
+            for raw in self._train_loader(epoch):
+                yield raw, None
+            return
+        private = self._poisson_loader(self._private_data, _derived_seed(self.sampling_seed, "poisson", epoch))
+        if self._public_data is None:
+            for raw in private:
+                yield raw, None
+        elif self.cfg.accounting == "paper":  # the paper's Algorithm 2: public term on the same records
+            for raw in private:
+                yield raw, raw
+        else:  # sound: an independent Poisson draw, so the public term says nothing about the private batch
+            public = self._poisson_loader(self._public_data, _derived_seed(self.public_seed, "public", epoch))
+            yield from zip(private, public, strict=True)
+
     def _train_loader(self, epoch: int):
         cfg = self.cfg
         pin = self.device.type == "cuda"
-        if self.strategy.sampling == "poisson":
-            from anonymask.models.privacy.sampler import PoissonBatchSampler
-
-            seed = _derived_seed(self.sampling_seed, "poisson", epoch)
-            sampler = PoissonBatchSampler(self.num_samples, self.sample_rate, steps=self.steps_per_epoch, seed=seed)
-            return make_loader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers, pin_memory=pin)
         seed = _derived_seed(cfg.seed, "epoch", epoch)
         return make_loader(
             self.train_data, batch_size=cfg.batch_size, shuffle=True, seed=seed, num_workers=cfg.num_workers,
@@ -312,10 +413,19 @@ class Trainer:
             self.model.train()
             self.net.train()
             loss_sum, correct, seen = 0.0, 0, 0
-            for raw in self._train_loader(epoch):
-                sb = self._step_batch(raw, self.strategy.variants)
-                with self._autocast():
-                    res = self.strategy(self.net, self.params, sb)
+            for raw, raw_public in self._batches(epoch):
+                if raw_public is None:
+                    sb = self._step_batch(raw, self.strategy.variants)
+                    with self._autocast():
+                        res = self.strategy(self.net, self.params, sb)
+                else:
+                    if raw_public is raw:  # accounting=paper
+                        sb = pb = self._step_batch(raw, self.strategy.variants)
+                    else:
+                        sb = self._step_batch(raw, self.strategy.private_variants)
+                        pb = self._step_batch(raw_public, self.strategy.public_variants)
+                    with self._autocast():
+                        res = self.strategy(self.net, self.params, sb, pb)
                 for name, p in self.params.items():
                     p.grad = res.grads[name].detach().to(device=p.device, dtype=p.dtype)
                 self.optimizer.step()
@@ -406,6 +516,7 @@ class Trainer:
             "epoch": self.epoch,
             "step": self.step,
             "sampling_seed": self.sampling_seed,  # secret in DP runs: keep checkpoints private
+            "public_seed": self.public_seed,
             "history": self.history,
             "train_config": asdict(self.cfg),
             "privacy": self.privacy_report(),
@@ -445,6 +556,7 @@ class Trainer:
         self.strategy.load_state_dict(state["strategy"])
         self.epoch, self.step, self.history = int(state["epoch"]), int(state["step"]), list(state["history"])
         self.sampling_seed = int(state["sampling_seed"])
+        self.public_seed = int(state.get("public_seed", self.public_seed))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         if rng["cuda"] and torch.cuda.is_available():

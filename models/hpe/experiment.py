@@ -87,7 +87,9 @@ def run_hpe_experiment(
         )
     if private.keypoints.shape[1] != config.num_keypoints:
         raise ValueError(f"crops have {private.keypoints.shape[1]} keypoints, the model config {config.num_keypoints}")
-    base = {"epochs": float(epochs), "seed": seed, "noise_seed": seed, **(train_overrides or {})}
+    # seeded noise and sampling: a table can be reproduced (a real private run leaves them to the OS)
+    base = {"epochs": float(epochs), "seed": seed, "noise_seed": seed, "sampling_seed": seed,
+            "public_seed": seed + 1, **(train_overrides or {})}  # fmt: skip
 
     init = build_pose_model(config, weights, seed=seed)
     pretrained_state = {k: v.clone() for k, v in init.backbone.state_dict().items()}
@@ -198,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--accountant", default="rdp", choices=("rdp", "pld", "prv"))
     p.add_argument("--k", type=int, default=16, help="public subspace rank")
     p.add_argument("--refresh", type=int, default=10, help="recompute the subspace every K steps")
-    p.add_argument("--blur-sigma", type=float, default=2.0, help="psi: Gaussian blur std (input pixels)")
+    p.add_argument("--blur-sigma", type=float, default=None,
+                   help="psi: Gaussian blur std in input pixels (default: the paper's, sigma 10 px at 256 px, scaled)")
     p.add_argument("--frame-stride", type=int, default=1)
     p.add_argument("--public-fraction", type=float, default=0.2)
     p.add_argument("--public-pretrain-epochs", type=float, default=0.0)

@@ -32,7 +32,6 @@ get wrong (``check_opacus_compatible``).
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -43,11 +42,11 @@ import torch
 from torch import Tensor, nn
 
 from anonymask.models.privacy.accountant import Accountant, sigma_for_epsilon
-from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten, write_grads
-from anonymask.models.privacy.dpsgd import check_dp_args, dpsgd_gradients, private_noisy_sum
-from anonymask.models.privacy.fpdp import PublicSubspace, fpdp_parts, gaussian_blur_video
+from anonymask.models.privacy.clipping import summed_grads, write_grads
+from anonymask.models.privacy.fpdp import PublicSubspace, check_psi_blur, gaussian_blur_video
+from anonymask.models.privacy.mechanism import Inputs, PrivateStep, StepParts
 from anonymask.models.privacy.report import PrivacyReport, dataset_fingerprint
-from anonymask.models.privacy.sampler import PoissonBatchSampler, epochs_to_steps
+from anonymask.models.privacy.sampler import PoissonBatchSampler, epochs_to_steps, os_seed
 
 from .data import PoseCrops
 from .metrics import mean_error, pck_bbox, pckh
@@ -77,9 +76,14 @@ class HPETrainConfig:
     subspace_k: int = 16  # rank of the public gradient subspace
     subspace_refresh: int = 10  # recompute it every K steps
     subspace_samples: int = 64  # public samples per recomputation
-    blur_sigma: float = 2.0  # psi: Gaussian blur std in input pixels
+    blur_sigma: float | None = None  # psi: Gaussian blur std in input pixels (None: the paper's, scaled)
+    blur_allow_weak: bool = False  # accept a blur weaker than the paper's (the report says so)
     public_weight: float = 1.0
-    seed: int = 0  # sampling, public draws
+    adjacency: str = "add_remove"  # add/remove one crop's raw pixels (psi(x) and labels public)
+    accounting: str = "sound"  # "paper": psi term on the private batch itself (not valid DP)
+    seed: int = 0  # public-set draws for the subspace (public data, not secret)
+    sampling_seed: int | None = None  # private Poisson sampling; None: OS entropy (a real private run)
+    public_seed: int | None = None  # the psi batch's own sampler; None: OS entropy
     noise_seed: int | None = None  # None: OS entropy (a real private run)
     chunk_size: int | None = None  # vmap chunk (memory bound of per-sample gradients)
     eval_every: int = 1  # epochs between test evaluations (0: only at the end)
@@ -96,6 +100,12 @@ class HPETrainConfig:
             raise ValueError(f"mode {self.mode!r} needs noise_multiplier or target_epsilon")
         if self.epochs <= 0 or self.batch_size <= 0:
             raise ValueError("epochs and batch_size must be > 0")
+        if self.adjacency not in ("add_remove", "replace"):
+            raise ValueError(f"adjacency must be add_remove or replace, got {self.adjacency!r}")
+        if self.accounting not in ("sound", "paper"):
+            raise ValueError(f"accounting must be sound or paper, got {self.accounting!r}")
+        if self.accounting == "paper" and self.mode not in NEEDS_PSI:
+            raise ValueError(f"accounting=paper reproduces the same-batch psi term of {NEEDS_PSI}, not {self.mode}")
 
 
 @dataclass
@@ -167,19 +177,42 @@ def evaluate_pose_model(model: PoseModel, crops: PoseCrops, batch: int = 64) -> 
     }
 
 
+def _ledger_kind(cfg: HPETrainConfig) -> tuple[str, str]:
+    """(accountant, adjacency): the paper's accounting is RDP under add/remove, whatever is set."""
+    return ("rdp", "add_remove") if cfg.accounting == "paper" else (cfg.accountant, cfg.adjacency)
+
+
 def calibrate_sigma(cfg: HPETrainConfig, sample_rate: float, steps: int) -> float:
     if cfg.mode == "nonprivate":
         return 0.0
     if cfg.noise_multiplier is not None:
         return float(cfg.noise_multiplier)
-    return sigma_for_epsilon(sample_rate, steps, float(cfg.target_epsilon), cfg.delta, cfg.accountant)
+    accountant, adjacency = _ledger_kind(cfg)
+    return sigma_for_epsilon(sample_rate, steps, float(cfg.target_epsilon), cfg.delta, accountant, adjacency=adjacency)
+
+
+def psi_description(cfg: HPETrainConfig, input_size: tuple[int, int]) -> tuple[float, dict]:
+    """psi's blur sigma (the paper's blur scaled to the input when unset) and its report entry."""
+    from anonymask.models.privacy.fpdp import blur_floor
+
+    sigma = cfg.blur_sigma if cfg.blur_sigma is not None else blur_floor(input_size)
+    return sigma, check_psi_blur(sigma, input_size, cfg.blur_allow_weak)
 
 
 def _noise_generator(cfg: HPETrainConfig, device: torch.device) -> torch.Generator:
     gen = torch.Generator(device=device)
-    seed = cfg.noise_seed if cfg.noise_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
+    seed = cfg.noise_seed if cfg.noise_seed is not None else os_seed()
     gen.manual_seed(int(seed))
     return gen
+
+
+def _psi_batch_indices(cfg: HPETrainConfig, n: int, q: float, steps: int):
+    """Indices of the public psi batch of each step: an independent Poisson draw (sound), or None
+    when the private batch itself is used (the paper's accounting)."""
+    if cfg.mode not in NEEDS_PSI or cfg.accounting == "paper":
+        return None
+    seed = cfg.public_seed if cfg.public_seed is not None else os_seed()
+    return iter(PoissonBatchSampler(n, q, steps=steps, seed=seed))
 
 
 # --------------------------------------------------------------------------- one step's gradient
@@ -189,60 +222,49 @@ class StepInputs:
 
     x: Tensor
     y: Tensor
-    psi_x: Tensor | None = None  # public features of the same samples
+    psi_x: Tensor | None = None  # public features psi(x) of the PUBLIC batch (featdp, fpdp)
+    psi_y: Tensor | None = None
     public_x: Tensor | None = None  # public set (for the subspace), drawn when due
     public_y: Tensor | None = None
 
 
 class GradientRule:
-    """Turns one Poisson batch into the final gradient of ``mode`` (name -> tensor)."""
+    """Turns one Poisson batch into the final gradient of ``mode``: the non-private mean, or the
+    privacy module's one private step (models/privacy/mechanism.py) for every DP mode."""
 
-    def __init__(self, cfg: HPETrainConfig, loss_fn: Callable, sigma: float, expected_batch_size: float, device: torch.device):
+    def __init__(self, cfg: HPETrainConfig, loss_fn: Callable, sigma: float, expected_batch_size: float,
+                 device: torch.device, ledger: Accountant | None = None, sample_rate: float | None = None):  # fmt: skip
         self.cfg, self.loss_fn, self.sigma, self.eb = cfg, loss_fn, sigma, expected_batch_size
         self.mode = cfg.mode
+        self.step_fn: PrivateStep | None = None
         if self.mode in PRIVATE_MODES:
-            check_dp_args(cfg.max_grad_norm, sigma, expected_batch_size)
-        self.generator = _noise_generator(cfg, device) if self.mode in PRIVATE_MODES else None
-        self.subspace = PublicSubspace(cfg.subspace_k, cfg.subspace_refresh) if self.mode in NEEDS_PUBLIC_SET else None
-        self.last_norms: Tensor | None = None  # per-sample norms before clipping (tests/diagnostics)
+            self.step_fn = PrivateStep(
+                self.mode, max_grad_norm=cfg.max_grad_norm, noise_multiplier=sigma,
+                expected_batch_size=expected_batch_size, generator=_noise_generator(cfg, device),
+                subspace_k=cfg.subspace_k, subspace_refresh=cfg.subspace_refresh, public_weight=cfg.public_weight,
+                loss_fn=loss_fn, chunk_size=cfg.chunk_size, accountant=ledger, sample_rate=sample_rate,
+            )  # fmt: skip
+        self.last_parts: StepParts | None = None  # pieces of the last private step (tests/diagnostics)
+
+    @property
+    def subspace(self) -> PublicSubspace | None:
+        return self.step_fn.subspace if self.step_fn is not None else None
+
+    @property
+    def last_norms(self) -> Tensor | None:
+        return self.last_parts.private_norms if self.last_parts is not None else None
 
     def needs_public_set(self, step: int) -> bool:
-        return self.subspace is not None and self.subspace.due(step)
+        return self.step_fn is not None and self.step_fn.needs_subspace_set()
 
     def __call__(self, net: nn.Module, params: dict[str, Tensor], inp: StepInputs, step: int) -> dict[str, Tensor]:
-        cfg, C = self.cfg, self.cfg.max_grad_norm
-        if self.mode == "nonprivate":
+        if self.step_fn is None:  # non-private: mean over the realised batch
             n = max(int(inp.x.shape[0]), 1)
             return {k: g / n for k, g in summed_grads(net, inp.x, inp.y, params, loss_fn=self.loss_fn).items()}
-        if self.mode == "dpsgd":
-            self.last_norms = None
-            return dpsgd_gradients(
-                net, params, inp.x, inp.y, C, self.sigma, self.eb, self.generator, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size
-            )
-        if self.mode == "fpdp":
-            parts = fpdp_parts(
-                net, params, inp.x, inp.y, C, self.sigma, self.subspace, inp.public_x, inp.public_y, step,
-                self.generator, public_features=inp.psi_x, public_weight=cfg.public_weight, loss_fn=self.loss_fn,
-                chunk_size=cfg.chunk_size,
-            )  # fmt: skip
-            self.last_norms = parts.private_norms
-            return parts.combined(self.eb)
-        # projdp and featdp, composed from the same primitives as fpdp
-        if self.mode == "projdp" and self.subspace.due(step):
-            if inp.public_x is None or inp.public_x.shape[0] == 0:
-                raise ValueError("projdp: the public subspace is due for a refresh: pass a non-empty public set")
-            pub = per_sample_grads(net, inp.public_x, inp.public_y, params, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size)
-            self.subspace.update(flatten(pub, batched=True), step)
-        release = private_noisy_sum(
-            net, params, inp.x, inp.y, C, self.sigma, self.generator, loss_fn=self.loss_fn, chunk_size=cfg.chunk_size
-        )
-        self.last_norms = release.norms
-        if self.mode == "projdp":
-            out = unflatten(self.subspace.project(flatten(release.released())), release.clipped_sum)
-        else:  # featdp
-            public = summed_grads(net, inp.psi_x, inp.y, params, loss_fn=self.loss_fn)
-            out = {n: g + cfg.public_weight * public[n] for n, g in release.released().items()}
-        return {n: g / self.eb for n, g in out.items()}
+        public = Inputs(inp.psi_x, inp.psi_y) if self.step_fn.needs_public_batch else None
+        subspace_set = Inputs(inp.public_x, inp.public_y) if inp.public_x is not None else None
+        self.last_parts = self.step_fn.parts(net, params, Inputs(inp.x, inp.y), public, subspace_set)
+        return self.last_parts.combined(self.eb)
 
 
 # --------------------------------------------------------------------------- the loop
@@ -252,16 +274,19 @@ def _optimizer(cfg: HPETrainConfig, params: list[Tensor]) -> torch.optim.Optimiz
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
-def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float, fingerprint: str) -> dict:
+def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float, fingerprint: str,
+                    psi: dict | None = None) -> dict:  # fmt: skip
     if cfg.mode == "nonprivate" or ledger is None:
         return PrivacyReport.nonprivate(steps, fingerprint, q).to_dict()
-    # PrivacyReport knows the modes dpsgd/maskdp/fpdp; projdp and featdp spend privacy through the
-    # same Poisson-subsampled Gaussian release as dpsgd, so their numbers come out of the same path.
-    base_mode = cfg.mode if cfg.mode in ("dpsgd", "fpdp") else "dpsgd"
-    rep = PrivacyReport.from_accountant(base_mode, ledger, cfg.delta, cfg.max_grad_norm, dataset_fingerprint=fingerprint, compare_with=())
-    out = rep.to_dict()
-    out["mode"] = cfg.mode
-    return out
+    public_term = None
+    if cfg.mode in NEEDS_PSI:
+        drawn = "an independent Poisson batch of the crops" if cfg.accounting == "sound" else "the private batch itself"
+        public_term = f"psi(x) (Gaussian blur), noise-free, on {drawn}"
+    rep = PrivacyReport.from_accountant(
+        cfg.mode, ledger, cfg.delta, cfg.max_grad_norm, accounting=cfg.accounting, record="crop",
+        public_term=public_term, psi=psi, dataset_fingerprint=fingerprint, compare_with=(),
+    )  # fmt: skip
+    return rep.to_dict()
 
 
 def train_pose_model(
@@ -293,14 +318,18 @@ def train_pose_model(
     steps = epochs_to_steps(cfg.epochs, q)
     steps_per_epoch = max(1, int(round(1.0 / q)))
     sigma = calibrate_sigma(cfg, q, steps)
-    rule = GradientRule(cfg, loss_fn, sigma, q * n, device)
+    ledger = Accountant(*_ledger_kind(cfg)) if cfg.mode in PRIVATE_MODES else None
+    rule = GradientRule(cfg, loss_fn, sigma, q * n, device, ledger, q)
 
     # inputs of the trained net: images, or fixed backbone features under the frozen strategy
     x_all, y_all = train.tensors()
     pub_x = pub_y = None
     if public is not None and len(public) and cfg.mode in NEEDS_PUBLIC_SET:
         pub_x, pub_y = public.tensors()
-    psi_all = blur_images(x_all, cfg.blur_sigma) if cfg.mode in NEEDS_PSI else None
+    psi = None
+    if cfg.mode in NEEDS_PSI:
+        blur_sigma, psi = psi_description(cfg, tuple(model.config.input_size))
+    psi_all = blur_images(x_all, blur_sigma) if cfg.mode in NEEDS_PSI else None
     if cfg.strategy == "frozen":
         net: nn.Module = model.head
         x_all = backbone_features(model, x_all)
@@ -315,8 +344,8 @@ def train_pose_model(
 
     params = {k: p for k, p in net.named_parameters() if p.requires_grad}
     optimizer = _optimizer(cfg, list(params.values()))
-    ledger = Accountant(cfg.accountant) if cfg.mode in PRIVATE_MODES else None
-    sampler = PoissonBatchSampler(n, q, steps=steps, seed=cfg.seed)
+    sampler = PoissonBatchSampler(n, q, steps=steps, seed=cfg.sampling_seed)  # None: OS entropy
+    psi_batches = _psi_batch_indices(cfg, n, q, steps)
     public_rng = np.random.default_rng([cfg.seed, 0x9B])
     fingerprint = dataset_fingerprint(train.fingerprint_items())
 
@@ -324,7 +353,10 @@ def train_pose_model(
     loss_sum, loss_count = 0.0, 0
     for step, idx_list in enumerate(sampler):
         idx = torch.as_tensor(idx_list, dtype=torch.long, device=device)
-        inp = StepInputs(x_all[idx], y_all[idx], psi_all[idx] if psi_all is not None else None)
+        inp = StepInputs(x_all[idx], y_all[idx])
+        if psi_all is not None:  # the public psi batch: independent of idx unless accounting=paper
+            pidx = idx if psi_batches is None else torch.as_tensor(next(psi_batches), dtype=torch.long, device=device)
+            inp.psi_x, inp.psi_y = psi_all[pidx], y_all[pidx]
         if rule.needs_public_set(step):
             m = min(cfg.subspace_samples, pub_x.shape[0])
             pick = torch.as_tensor(np.sort(public_rng.choice(pub_x.shape[0], m, replace=False)), device=device)
@@ -338,8 +370,6 @@ def train_pose_model(
             optimizer.zero_grad(set_to_none=True)
             write_grads(params, grads)
             optimizer.step()
-        if ledger is not None:
-            ledger.step(q, sigma)
         end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == steps
         if end_of_epoch:
             epoch = math.ceil((step + 1) / steps_per_epoch)
@@ -357,7 +387,7 @@ def train_pose_model(
 
     final = {k[5:]: v for k, v in history[-1].items() if k.startswith("test_")} if history else {}
     return HPETrainResult(
-        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, fingerprint),
+        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, fingerprint, psi),
         sigma=sigma, steps=steps, sample_rate=q, seconds=time.perf_counter() - t0, final=final,
     )  # fmt: skip
 

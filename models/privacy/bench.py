@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
-from .clipping import cross_entropy_per_sample, flatten, per_sample_grads, trainable_params
+from .clipping import cross_entropy_per_sample, flatten, per_sample_grads, trainable_params, write_grads
 from .dpsgd import OpacusDPSGD, check_opacus_compatible, dpsgd_gradients
-from .fpdp import FPDPOptimizerStep, PublicSubspace
-from .maskdp import MaskDPOptimizerStep
+from .fpdp import PublicSubspace, gaussian_blur_video
+from .mechanism import Inputs, PrivateStep, private_token_inputs, public_token_inputs
 
 MODES = ("nonprivate", "dpsgd", "dpsgd_func", "maskdp", "fpdp")
 
@@ -61,16 +61,29 @@ def _make_stepper(mode: str, model: nn.Module, batch: Mapping[str, Tensor], cfg:
             optimizer.step()
 
         return step
-    if mode == "maskdp":
-        stepper = MaskDPOptimizerStep(model, optimizer, C, sigma, b_exp, gen, params, chunk_size=cfg["chunk_size"])
-        return lambda: stepper.step(x, y, batch["public_tokens"])
-    if mode == "fpdp":
-        subspace = PublicSubspace(cfg["k"], refresh_every=10**9)  # refresh timed separately
-        stepper = FPDPOptimizerStep(
-            model, optimizer, C, sigma, b_exp, subspace, batch["public_x"], batch["public_y"], gen, params,
-            blur_sigma=cfg["blur_sigma"], chunk_size=cfg["chunk_size"],
+    if mode in ("maskdp", "fpdp"):
+        # the public term runs on its own batch (drawn independently in training; here the batch
+        # rolled by one, the same size); the subspace refresh is timed separately
+        step_fn = PrivateStep(
+            mode, max_grad_norm=C, noise_multiplier=sigma, expected_batch_size=b_exp, generator=gen,
+            subspace_k=cfg["k"], subspace_refresh=10**9, chunk_size=cfg["chunk_size"],
         )  # fmt: skip
-        return lambda: stepper.step(x, y)
+        xp, yp = x.roll(1, 0), y.roll(1, 0)
+        tokens = batch["public_tokens"]
+        subspace_set = Inputs(batch["public_x"], batch["public_y"])
+
+        def step() -> None:
+            if mode == "maskdp":
+                private = private_token_inputs(x, y, tokens)
+                public = public_token_inputs(xp, yp, tokens.roll(1, 0))
+            else:
+                private, public = Inputs(x, y), Inputs(gaussian_blur_video(xp, cfg["blur_sigma"]), yp)
+            grads = step_fn(model, params, private, public, subspace_set)
+            optimizer.zero_grad(set_to_none=True)
+            write_grads(params, grads)
+            optimizer.step()
+
+        return step
     raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
 
 

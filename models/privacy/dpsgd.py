@@ -27,7 +27,6 @@ from .clipping import (
     gaussian_noise_like,
     per_sample_grads,
     sum_over_batch,
-    write_grads,
 )
 
 
@@ -64,21 +63,6 @@ def record_step(accountant: Accountant | None, sample_rate: float | None, noise_
     """One Poisson-subsampled Gaussian step in the ledger (empty batches count too)."""
     if accountant is not None:
         accountant.step(sample_rate, noise_multiplier)
-
-
-def apply_update(
-    optimizer: torch.optim.Optimizer,
-    params: Mapping[str, Tensor],
-    grads: Mapping[str, Tensor],
-    accountant: Accountant | None,
-    sample_rate: float | None,
-    noise_multiplier: float,
-) -> None:
-    """Write the private update as ``.grad``, step the optimizer, record the step."""
-    optimizer.zero_grad(set_to_none=True)
-    write_grads(params, grads)
-    optimizer.step()
-    record_step(accountant, sample_rate, noise_multiplier)
 
 
 def private_noisy_sum(

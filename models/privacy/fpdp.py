@@ -1,40 +1,62 @@
-"""Feature-Projective DP (Sivangi et al.): public features + gradient-subspace projection.
+"""The two pieces Feature-Projective DP (Sivangi et al.) adds to DP-SGD: psi and the subspace.
 
-Loss per sample = l_priv(raw x) + l_pub(psi(x)), psi a public feature map (Gaussian blur by
-default, as in the paper; callers may pass other public features such as the anonymized video).
-- The raw-pixel gradient is private: per-sample clip to C, sum, + N(0, sigma^2 C^2 I), then
-  PROJECTED onto the top-k eigen-subspace of per-sample gradients of a small PUBLIC set. The
-  projection is post-processing of the noisy release (no privacy cost) and removes the noise
-  outside k dimensions.
-- The subspace comes from public samples only (never private ones) and is recomputed every K
-  steps at the current parameters.
-- The psi-feature gradient is public: summed over the batch, no clipping, no noise.
-- update = (projected noisy private sum + public sum) / expected batch size.
-As in MaskDP, labels are treated as public; the accountant sees one (q, sigma) step per call.
+- psi, the public feature map: a Gaussian blur of every frame (the paper's choice; the anonymized
+  video is another natural one). FP-DP treats psi(x) of every record as PUBLIC, so the guarantee
+  covers only what psi removes. A blur that is too weak makes that claim empty: ``check_psi_blur``
+  enforces a floor, the paper's blur (25x25 kernel, sigma 10 px on 256-px crops) scaled to the
+  input's shorter side, unless the caller overrides it explicitly (and the report says so).
+- ``PublicSubspace``: the top-k eigen-subspace of per-sample gradients of a small PUBLIC set;
+  projecting the noisy private sum on it is post-processing (no privacy cost) and removes the
+  noise outside k dimensions.
+The step that combines them with clipping and noise is models/privacy/mechanism.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from .accountant import Accountant
-from .clipping import (
-    Grads,
-    LossFn,
-    cross_entropy_per_sample,
-    flatten,
-    per_sample_grads,
-    summed_grads,
-    trainable_params,
-    unflatten,
-)
-from .dpsgd import apply_update, check_dp_args, private_noisy_sum
+from .clipping import flatten
+
+#: The paper's psi: Gaussian blur with sigma 10 px (25x25 kernel) on 256-px inputs.
+PAPER_BLUR_SIGMA_PX = 10.0
+PAPER_BLUR_REFERENCE_PX = 256
+
+
+def blur_floor(size: tuple[int, int]) -> float:
+    """Weakest blur sigma (px) accepted as psi at input size (H, W): the paper's, scaled."""
+    return PAPER_BLUR_SIGMA_PX * min(int(size[0]), int(size[1])) / PAPER_BLUR_REFERENCE_PX
+
+
+def check_psi_blur(sigma: float, size: tuple[int, int], allow_weaker: bool = False) -> dict:
+    """Validate a blur psi; returns its description for the privacy report.
+
+    Below the floor (e.g. ``blur_0.001``, whose kernel is [0, 1, 0]: the identity) the public
+    features ARE the private pixels. That is refused unless ``allow_weaker``; then the report says
+    the blur is below the paper's.
+    """
+    sigma = float(sigma)
+    if not (sigma > 0 and math.isfinite(sigma)):
+        raise ValueError(f"psi blur sigma must be a finite number > 0, got {sigma}")
+    floor = blur_floor(size)
+    below = sigma < floor
+    if below and not allow_weaker:
+        raise ValueError(
+            f"psi blur sigma {sigma:g} px is weaker than the paper's (sigma 10 px at 256 px = {floor:.3g} px "
+            f"at {size[0]}x{size[1]}): the 'public' features would carry the private detail. Use a sigma "
+            f">= {floor:.3g}, or set fpdp_psi_allow_weak=true to run it anyway (the report will say so)"
+        )
+    return {
+        "kind": "gaussian_blur",
+        "sigma_px": sigma,
+        "input_size": [int(size[0]), int(size[1])],
+        "floor_px": round(floor, 6),
+        "below_paper_floor": below,
+    }
 
 
 def _gaussian_kernel(sigma: float, radius: int, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -122,137 +144,3 @@ class PublicSubspace:
     def load_state_dict(self, state: dict) -> None:
         self.k, self.refresh_every = int(state["k"]), int(state["refresh_every"])
         self.basis, self.eigenvalues, self.last_update = state["basis"], state["eigenvalues"], state["last_update"]
-
-
-@dataclass
-class FPDPParts:
-    """One FP-DP step before normalisation (kept apart so tests can pin each piece)."""
-
-    private_sum: Grads  # clipped per-sample private gradients, summed
-    noise: Grads  # the N(0, (sigma C)^2) draw
-    projected: Grads  # projection of (private_sum + noise) onto the public subspace
-    public_sum: Grads  # noise-free gradient of l_pub on the public features
-    private_norms: Tensor
-    refreshed: bool  # whether the subspace was recomputed in this step
-
-    def combined(self, expected_batch_size: float) -> Grads:
-        return {n: (self.projected[n] + self.public_sum[n]) / expected_batch_size for n in self.projected}
-
-
-def fpdp_parts(
-    model: nn.Module,
-    params: Mapping[str, Tensor] | None,
-    x: Tensor,
-    y: Tensor,
-    max_grad_norm: float,
-    noise_multiplier: float,
-    subspace: PublicSubspace,
-    public_x: Tensor | None = None,
-    public_y: Tensor | None = None,
-    step: int = 0,
-    generator: torch.Generator | None = None,
-    psi: Callable[[Tensor], Tensor] | None = None,
-    public_features: Tensor | None = None,
-    blur_sigma: float = 1.0,
-    public_weight: float = 1.0,
-    loss_fn: LossFn = cross_entropy_per_sample,
-    chunk_size: int | None = None,
-) -> FPDPParts:
-    """Pieces of one FP-DP step. The subspace is refreshed (if due) from ``public_x/public_y`` ONLY."""
-    params = dict(params) if params is not None else trainable_params(model)
-    refreshed = subspace.due(step)
-    if refreshed:
-        if public_x is None or public_y is None or public_x.shape[0] == 0:
-            raise ValueError("the public subspace is due for a refresh: pass a non-empty public set")
-        public_set_grads = per_sample_grads(model, public_x, public_y, params, loss_fn=loss_fn, chunk_size=chunk_size)
-        subspace.update(flatten(public_set_grads, batched=True), step)
-    release = private_noisy_sum(
-        model, params, x, y, max_grad_norm, noise_multiplier, generator, loss_fn=loss_fn, chunk_size=chunk_size
-    )
-    projected = unflatten(subspace.project(flatten(release.released())), release.clipped_sum)
-    if public_features is None:
-        public_features = psi(x) if psi is not None else gaussian_blur_video(x, blur_sigma)
-    public = summed_grads(model, public_features, y, params, loss_fn=loss_fn)
-    if public_weight != 1.0:
-        public = {n: public_weight * g for n, g in public.items()}
-    return FPDPParts(release.clipped_sum, release.noise, projected, public, release.norms, refreshed)
-
-
-def fpdp_gradients(
-    model: nn.Module,
-    params: Mapping[str, Tensor] | None,
-    x: Tensor,
-    y: Tensor,
-    C: float,
-    sigma: float,
-    expected_batch_size: float,
-    subspace: PublicSubspace,
-    public_x: Tensor | None = None,
-    public_y: Tensor | None = None,
-    step: int = 0,
-    generator: torch.Generator | None = None,
-    psi: Callable[[Tensor], Tensor] | None = None,
-    public_features: Tensor | None = None,
-    blur_sigma: float = 1.0,
-    public_weight: float = 1.0,
-    loss_fn: LossFn = cross_entropy_per_sample,
-    chunk_size: int | None = None,
-) -> Grads:
-    """FP-DP gradient (name -> grad) of one Poisson batch."""
-    check_dp_args(C, sigma, expected_batch_size)
-    parts = fpdp_parts(
-        model, params, x, y, C, sigma, subspace, public_x, public_y, step, generator, psi,
-        public_features, blur_sigma, public_weight, loss_fn, chunk_size,
-    )  # fmt: skip
-    return parts.combined(expected_batch_size)
-
-
-class FPDPOptimizerStep:
-    """One FP-DP step with any torch optimizer; counts steps to refresh the subspace every K.
-
-    ``step(x, y, public_features=None) -> FPDPParts``; the public set is fixed at construction.
-    """
-
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer,
-        max_grad_norm: float,
-        noise_multiplier: float,
-        expected_batch_size: float,
-        subspace: PublicSubspace,
-        public_x: Tensor,
-        public_y: Tensor,
-        generator: torch.Generator | None = None,
-        params: Mapping[str, Tensor] | None = None,
-        psi: Callable[[Tensor], Tensor] | None = None,
-        blur_sigma: float = 1.0,
-        public_weight: float = 1.0,
-        loss_fn: LossFn = cross_entropy_per_sample,
-        chunk_size: int | None = None,
-        accountant: Accountant | None = None,
-        sample_rate: float | None = None,
-    ) -> None:
-        check_dp_args(max_grad_norm, noise_multiplier, expected_batch_size, accountant, sample_rate)
-        self.model, self.optimizer, self.subspace = model, optimizer, subspace
-        self.params = dict(params) if params is not None else trainable_params(model)
-        self.max_grad_norm, self.noise_multiplier = max_grad_norm, noise_multiplier
-        self.expected_batch_size = expected_batch_size
-        self.public_x, self.public_y = public_x, public_y
-        self.generator, self.psi, self.blur_sigma, self.public_weight = generator, psi, blur_sigma, public_weight
-        self.loss_fn, self.chunk_size = loss_fn, chunk_size
-        self.accountant, self.sample_rate = accountant, sample_rate
-        self.steps_done = 0
-
-    def step(self, x: Tensor, y: Tensor, public_features: Tensor | None = None) -> FPDPParts:
-        parts = fpdp_parts(
-            self.model, self.params, x, y, self.max_grad_norm, self.noise_multiplier, self.subspace,
-            self.public_x, self.public_y, self.steps_done, self.generator, self.psi, public_features,
-            self.blur_sigma, self.public_weight, self.loss_fn, self.chunk_size,
-        )  # fmt: skip
-        apply_update(self.optimizer, self.params, parts.combined(self.expected_batch_size),
-                     self.accountant, self.sample_rate, self.noise_multiplier)
-        self.steps_done += 1
-        return parts
-
-    __call__ = step

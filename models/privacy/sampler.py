@@ -1,8 +1,13 @@
 """Poisson sampling of training batches: the sampling the privacy accountant assumes.
 
-Each step includes every sample independently with probability q, so batch sizes vary
+Each step includes every record independently with probability q, so batch sizes vary
 (Binomial(N, q)) and an empty batch is a valid step that still spends privacy and still gets
 noise. Fixed-size shuffled batches would need a different (weaker) analysis.
+
+A record is what the guarantee protects. When one record owns several samples (a video cut into
+several clips), ``groups`` makes the sampler draw RECORDS and take one of their samples at
+random: each step then holds at most one sample per record, so the per-sample clip bounds each
+record's contribution and epsilon is per record (per video), not per clip.
 """
 
 from __future__ import annotations
@@ -34,9 +39,17 @@ class PoissonBatchSampler(Sampler[list[int]]):
         epochs: float | None = None,
         generator: torch.Generator | None = None,
         seed: int | None = None,
+        groups: Sequence[Sequence[int]] | None = None,
     ) -> None:
+        """``groups``: sample indices of each record (then ``num_samples`` must be the number of
+        records); each drawn record yields one of its samples, chosen uniformly."""
         if num_samples <= 0:
             raise ValueError(f"num_samples must be > 0, got {num_samples}")
+        if groups is not None:
+            groups = [list(map(int, g)) for g in groups]
+            if len(groups) != num_samples or any(not g for g in groups):
+                raise ValueError(f"groups must list {num_samples} non-empty records, got {len(groups)}")
+        self.groups = groups
         if not 0 < sample_rate <= 1:
             raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
         if (steps is None) == (epochs is None):
@@ -48,7 +61,7 @@ class PoissonBatchSampler(Sampler[list[int]]):
             raise ValueError(f"steps must be >= 0, got {self.steps}")
         if generator is None:
             generator = torch.Generator()
-            generator.manual_seed(seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
+            generator.manual_seed(seed if seed is not None else os_seed())
         self.generator = generator
 
     @property
@@ -62,7 +75,26 @@ class PoissonBatchSampler(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         for _ in range(self.steps):
             draws = torch.rand(self.num_samples, generator=self.generator)
-            yield torch.nonzero(draws < self.sample_rate).flatten().tolist()
+            records = torch.nonzero(draws < self.sample_rate).flatten().tolist()
+            if self.groups is None:
+                yield records
+                continue
+            picks = torch.rand(len(records), generator=self.generator).tolist()
+            yield [self.groups[r][min(int(u * len(self.groups[r])), len(self.groups[r]) - 1)]
+                   for r, u in zip(records, picks)]
+
+
+def record_groups(record_ids: Sequence[str]) -> list[list[int]]:
+    """Sample indices grouped by record id, records in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for i, rid in enumerate(record_ids):
+        groups.setdefault(rid, []).append(i)
+    return list(groups.values())
+
+
+def os_seed() -> int:
+    """A 63-bit seed from the OS's entropy: what every private run's sampling and noise use."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
 
 
 def _empty_like_batch(example: Any) -> Any:

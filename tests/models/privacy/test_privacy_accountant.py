@@ -237,3 +237,85 @@ def test_accountant_ledger_and_checkpoint_roundtrip():
     assert restored.epsilon(1e-5) == eps
     restored.step(0.02, 1.5)
     assert restored.history[-1] == (0.02, 1.5, 301) and restored.epsilon(1e-5) > eps
+
+
+# -- replace-one adjacency (the MaskDP paper's Definition 2) -------------------------------------
+def _replace_rdp_by_quadrature(q: float, sigma: float, alpha: float) -> float:
+    """D_alpha between (1-q)N(0,s^2) + qN(-1,s^2) and (1-q)N(0,s^2) + qN(1,s^2), from the definition."""
+
+    def log_mix(x: float, shift: float) -> float:
+        return float(np.logaddexp(math.log1p(-q) + stats.norm.logpdf(x, scale=sigma),
+                                  math.log(q) + stats.norm.logpdf(x, loc=shift, scale=sigma)))  # fmt: skip
+
+    value, _ = integrate.quad(
+        lambda x: math.exp(alpha * log_mix(x, -1.0) + (1 - alpha) * log_mix(x, 1.0)),
+        -alpha - 40 * sigma, 40 * sigma, epsabs=0, epsrel=1e-11, limit=1000, points=[-alpha, -1.0, 0.0, 1.0],
+    )  # fmt: skip
+    return math.log(value) / (alpha - 1)
+
+
+@pytest.mark.parametrize("q,sigma,alpha", [(0.01, 1.0, 2), (0.01, 1.0, 8.5), (0.2, 0.8, 5), (0.05, 2.0, 30)])
+def test_replace_rdp_matches_its_definition(q, sigma, alpha):
+    got = acc.rdp_sampled_gaussian_replace(q, sigma, [alpha])[0]
+    assert got == pytest.approx(_replace_rdp_by_quadrature(q, sigma, alpha), rel=1e-7)
+
+
+def test_replace_rdp_special_cases():
+    # q = 1: two Gaussians 2C apart, D_a = a * 2^2 / (2 s^2)
+    np.testing.assert_allclose(acc.rdp_sampled_gaussian_replace(1.0, 1.3, [2, 10]), [2 * 2 / 1.69, 2 * 10 / 1.69])
+    assert np.all(acc.rdp_sampled_gaussian_replace(0.0, 1.0, [2, 3]) == 0)
+    assert np.all(np.isinf(acc.rdp_sampled_gaussian_replace(0.1, 0.0, [2])))
+
+
+@pytest.mark.parametrize("q,sigma,steps,delta", VECTORS[:3])
+def test_replace_costs_more_than_add_remove_and_rdp_bounds_pld(q, sigma, steps, delta):
+    add = acc.epsilon(q, sigma, steps, delta, "pld", "add_remove")
+    rep_pld = acc.epsilon(q, sigma, steps, delta, "pld", "replace")
+    rep_rdp = acc.epsilon(q, sigma, steps, delta, "rdp", "replace")
+    assert rep_pld > add * 1.3  # sensitivity 2C: a substitution is not free
+    assert rep_pld <= rep_rdp <= 1.25 * rep_pld  # RDP is an upper bound on the tight PLD, and close
+    with pytest.raises(ValueError, match="add_remove adjacency only"):
+        acc.epsilon(q, sigma, steps, delta, "prv", "replace")
+
+
+def test_replace_reference_point_and_calibration():
+    # The project's reference point under replace-one (dp_accounting REPLACE_ONE PLD; own RDP).
+    assert acc.epsilon(REF_Q, 1.0, REF_STEPS, REF_DELTA, "pld", "replace") == pytest.approx(7.03, abs=0.01)
+    assert acc.epsilon(REF_Q, 1.0, REF_STEPS, REF_DELTA, "rdp", "replace") == pytest.approx(7.56, abs=0.01)
+    sigma = acc.sigma_for_epsilon(0.02, 500, 2.0, 1e-5, "rdp", tol=1e-3, adjacency="replace")
+    assert 2.0 * 0.999 <= acc.epsilon(0.02, sigma, 500, 1e-5, "rdp", "replace") <= 2.0
+    assert sigma > acc.sigma_for_epsilon(0.02, 500, 2.0, 1e-5, "rdp", tol=1e-3)  # more noise than add/remove
+    ledger = acc.Accountant("pld", "replace")
+    ledger.step(0.02, sigma, 500)
+    restored = acc.Accountant()
+    restored.load_state_dict(ledger.state_dict())
+    assert restored.adjacency == "replace"
+    assert restored.epsilon(1e-5) == pytest.approx(ledger.epsilon(1e-5))
+
+
+def test_revealed_sampling_has_no_amplification():
+    """The paper's same-batch mechanism: membership visible, so each record's k ~ Bin(T, q)
+    releases compose as Gaussians; far above the amplified epsilon, and exact in simple cases."""
+    amplified = acc.epsilon(REF_Q, 1.0, REF_STEPS, REF_DELTA, "pld")
+    revealed = acc.revealed_sampling_epsilon(REF_Q, 1.0, REF_STEPS, REF_DELTA, "add_remove")
+    assert revealed > 20 * amplified
+    assert acc.revealed_sampling_epsilon(REF_Q, 1.0, REF_STEPS, REF_DELTA, "replace") > revealed
+    # q = 1: k = T for sure, a T-fold Gaussian = mu-GDP with mu = sqrt(T)/sigma; check delta(eps).
+    eps = acc.revealed_sampling_epsilon(1.0, 4.0, 16, 1e-5, "add_remove")
+    mu = 1.0
+    delta = stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    assert delta == pytest.approx(0.5e-5, rel=1e-4)
+    assert acc.revealed_sampling_epsilon(0.0, 1.0, 100, 1e-5) == 0.0
+    assert math.isinf(acc.revealed_sampling_epsilon(0.1, 0.0, 100, 1e-5))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
+def test_non_finite_inputs_are_rejected(bad):
+    with pytest.raises(ValueError):
+        acc.epsilon(0.01, bad, 100, 1e-5)
+    with pytest.raises(ValueError):
+        acc.sigma_for_epsilon(0.01, 100, bad, 1e-5)
+    with pytest.raises(ValueError):
+        acc.epsilon(bad, 1.0, 100, 1e-5)
+    with pytest.raises(ValueError):
+        acc.epsilon(0.01, 1.0, 100, bad)

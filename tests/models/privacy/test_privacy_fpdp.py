@@ -1,4 +1,5 @@
-"""FP-DP: blur features, public subspace, projection of the noisy private sum, clean public grad."""
+"""FP-DP: blur features and their floor, public subspace, projection of the noisy private sum,
+clean public gradient on an independent psi batch."""
 
 from __future__ import annotations
 
@@ -8,14 +9,9 @@ import torch
 from scipy import ndimage
 
 from anonymask.models.privacy.accountant import Accountant
-from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten
-from anonymask.models.privacy.fpdp import (
-    FPDPOptimizerStep,
-    PublicSubspace,
-    fpdp_gradients,
-    fpdp_parts,
-    gaussian_blur_video,
-)
+from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten, write_grads
+from anonymask.models.privacy.fpdp import PublicSubspace, blur_floor, check_psi_blur, gaussian_blur_video
+from anonymask.models.privacy.mechanism import Inputs, PrivateStep
 from anonymask.models.privacy.toy import tiny_model_factory
 
 
@@ -70,58 +66,90 @@ def test_subspace_rank_schedule_and_state():
         sub.update(torch.zeros(4, 20))
 
 
-def test_no_clip_no_noise_is_projected_private_plus_blurred_public(model, batch):
+def _fpdp(k=3, refresh=10, gen_seed=None, eb=8.0, C=float("inf"), sigma=0.0, **kw):
+    gen = torch.Generator().manual_seed(gen_seed) if gen_seed is not None else None
+    return PrivateStep("fpdp", max_grad_norm=C, noise_multiplier=sigma, expected_batch_size=eb, generator=gen,
+                       subspace_k=k, subspace_refresh=refresh, **kw)  # fmt: skip
+
+
+def test_no_clip_no_noise_is_projected_private_plus_public_psi_batch(model, batch):
     x, y = batch
     px, py = x[:4] * 0.5, y[:4]
-    sub = PublicSubspace(k=3, refresh_every=10)
-    got = fpdp_gradients(model, None, x, y, float("inf"), 0.0, 8.0, sub, px, py, step=0, blur_sigma=1.5)
+    psi_x, psi_y = gaussian_blur_video(x.flip(0), 1.5), y.flip(0)  # an independent public batch
+    step = _fpdp()
+    got = step(model, dict(model.named_parameters()), Inputs(x, y), Inputs(psi_x, psi_y), Inputs(px, py))
     private = summed_grads(model, x, y)
-    projected = unflatten(sub.project(flatten(private)), private)
-    public = summed_grads(model, gaussian_blur_video(x, 1.5), y)
+    projected = unflatten(step.subspace.project(flatten(private)), private)
+    public = summed_grads(model, psi_x, psi_y)
     for n in private:
         torch.testing.assert_close(got[n], (projected[n] + public[n]) / 8.0, rtol=1e-5, atol=1e-7)
 
 
-def test_public_gradient_is_noise_free_and_psi_overrides(model, batch):
+def test_public_gradient_is_noise_free_and_weighted(model, batch):
     x, y = batch
-    sub = PublicSubspace(k=2, refresh_every=1)
-    a = fpdp_parts(model, None, x, y, 0.5, 3.0, sub, x[:3], y[:3], generator=torch.Generator().manual_seed(0))
-    b = fpdp_parts(model, None, x, y, 0.5, 3.0, sub, x[:3], y[:3], generator=torch.Generator().manual_seed(1))
+    params = dict(model.named_parameters())
+    public = Inputs(gaussian_blur_video(x, 2.0), y)
+    a = _fpdp(k=2, refresh=1, gen_seed=0, C=0.5, sigma=3.0).parts(model, params, Inputs(x, y), public, Inputs(x[:3], y[:3]))
+    b = _fpdp(k=2, refresh=1, gen_seed=1, C=0.5, sigma=3.0).parts(model, params, Inputs(x, y), public, Inputs(x[:3], y[:3]))
     for n in a.public_sum:
         assert torch.equal(a.public_sum[n], b.public_sum[n])  # different noise, same public part
     assert any(not torch.equal(a.noise[n], b.noise[n]) for n in a.noise)
-    feats = torch.zeros_like(x)
-    c = fpdp_parts(model, None, x, y, 0.5, 3.0, sub, x[:3], y[:3], public_features=feats)
-    d = fpdp_parts(model, None, x, y, 0.5, 3.0, sub, x[:3], y[:3], psi=torch.zeros_like)
-    ref = summed_grads(model, feats, y)
-    for n in ref:
-        torch.testing.assert_close(c.public_sum[n], ref[n])
-        torch.testing.assert_close(d.public_sum[n], ref[n])
+    c = _fpdp(k=2, refresh=1, public_weight=0.25).parts(model, params, Inputs(x, y), public, Inputs(x[:3], y[:3]))
+    for n in a.public_sum:
+        torch.testing.assert_close(c.public_sum[n], 0.25 * a.public_sum[n])
 
 
-def test_optimizer_step_refreshes_every_k_steps(batch):
+def test_step_refreshes_every_k_steps_from_the_current_parameters(batch):
     x, y = batch
     model = tiny_model_factory(0)
+    params = dict(model.named_parameters())
     ledger = Accountant("rdp")
-    stepper = FPDPOptimizerStep(
-        model, torch.optim.SGD(model.parameters(), lr=0.1), 1.0, 1.0, 8.0, PublicSubspace(4, refresh_every=2),
-        x[:3], y[:3], torch.Generator().manual_seed(0), accountant=ledger, sample_rate=0.01,
-    )  # fmt: skip
-    refreshed = [stepper.step(x, y).refreshed for _ in range(5)]
-    assert refreshed == [True, False, True, False, True]
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = _fpdp(k=4, refresh=2, gen_seed=0, C=1.0, sigma=1.0, accountant=ledger, sample_rate=0.01)
+    public, subspace_set = Inputs(gaussian_blur_video(x, 2.0), y), Inputs(x[:3], y[:3])
+
+    def one():
+        parts = step.parts(model, params, Inputs(x, y), public, subspace_set if step.needs_subspace_set() else None)
+        opt.zero_grad()
+        write_grads(params, parts.combined(8.0))
+        opt.step()
+        return parts.refreshed
+
+    assert [one() for _ in range(5)] == [True, False, True, False, True]
     assert ledger.history == [(0.01, 1.0, 5)]
-    # A refresh uses the public set at the CURRENT parameters (the model moved since step 0).
-    before = stepper.subspace.basis.clone()
-    stepper.step(x, y)  # step 5: no refresh
-    assert torch.equal(stepper.subspace.basis, before)
+    before = step.subspace.basis.clone()
+    one()  # step 5: no refresh
+    assert torch.equal(step.subspace.basis, before)
     expected = PublicSubspace(4, 1)
     expected.update(flatten(per_sample_grads(model, x[:3], y[:3]), batched=True))
-    stepper.step(x, y)  # step 6: refresh, from the public set at the parameters it starts from
-    assert torch.equal(stepper.subspace.basis, expected.basis)
-    assert not torch.equal(stepper.subspace.basis, before)
+    one()  # step 6: refresh, from the public set at the parameters it starts from
+    assert torch.equal(step.subspace.basis, expected.basis)
+    assert not torch.equal(step.subspace.basis, before)
 
 
-def test_refresh_without_public_set_fails(model, batch):
+def test_refresh_without_public_set_and_missing_public_batch_fail(model, batch):
     x, y = batch
-    with pytest.raises(ValueError, match="public set"):
-        fpdp_parts(model, None, x, y, 1.0, 1.0, PublicSubspace(2, 1))
+    params = dict(model.named_parameters())
+    with pytest.raises(ValueError, match="subspace_set"):
+        _fpdp(k=2, refresh=1).parts(model, params, Inputs(x, y), Inputs(x, y))
+    with pytest.raises(ValueError, match="public batch"):
+        _fpdp(k=2, refresh=1).parts(model, params, Inputs(x, y), None, Inputs(x, y))
+
+
+def test_psi_blur_floor_is_the_papers_blur_scaled_to_the_input():
+    assert blur_floor((256, 192)) == pytest.approx(7.5)
+    assert blur_floor((224, 224)) == pytest.approx(8.75)
+    ok = check_psi_blur(8.75, (224, 224))
+    assert ok["kind"] == "gaussian_blur" and not ok["below_paper_floor"]
+    # blur_0.001 is the identity (kernel [0, 1, 0]): refused, named, with the way out
+    with pytest.raises(ValueError, match="weaker than the paper"):
+        check_psi_blur(0.001, (224, 224))
+    with pytest.raises(ValueError, match="weaker than the paper"):
+        check_psi_blur(1.0, (224, 224))  # the old default
+    weak = check_psi_blur(1.0, (224, 224), allow_weaker=True)
+    assert weak["below_paper_floor"] is True
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            check_psi_blur(bad, (224, 224), allow_weaker=True)
+    x = torch.rand(1, 1, 1, 9, 9)
+    torch.testing.assert_close(gaussian_blur_video(x, 0.001), x)  # why the floor exists

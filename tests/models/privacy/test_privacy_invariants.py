@@ -1,8 +1,10 @@
-"""DESIGN.md privacy invariants 1-5, pinned on the tiny token model (6 lives in
-test_privacy_accountant.py: epsilon against Opacus, dp_accounting and published vectors).
+"""DESIGN.md privacy invariants 1-5 and 8, pinned on the tiny token model (6 and 9 live in
+test_privacy_accountant.py / test_privacy_report.py).
 
 The real token masks come from the action model (models/action); here invariant 1 is pinned on
-the reference implementation in toy.py, and invariants 2-5 on the training algorithms."""
+the reference implementation in toy.py, and invariants 2-5 on the one private step
+(models/privacy/mechanism.py). Invariant 8 is pinned here as the attack it prevents (a membership
+test on the update) and, through the trainers' own samplers, in tests/models/action and hpe."""
 
 from __future__ import annotations
 
@@ -21,9 +23,24 @@ from anonymask.models.privacy.clipping import (
     summed_grads,
 )
 from anonymask.models.privacy.dpsgd import dpsgd_gradients
-from anonymask.models.privacy.fpdp import PublicSubspace, fpdp_gradients, fpdp_parts
-from anonymask.models.privacy.maskdp import maskdp_gradients, maskdp_parts
+from anonymask.models.privacy.fpdp import PublicSubspace
+from anonymask.models.privacy.mechanism import Inputs, PrivateStep, private_token_inputs, public_token_inputs
 from anonymask.models.privacy.sampler import PoissonBatchSampler
+
+
+def maskdp_parts(model, x, y, public_tokens, C, sigma, generator=None):
+    """One MaskDP step whose public batch is the same records (the algebra under test here)."""
+    step = PrivateStep("maskdp", max_grad_norm=C, noise_multiplier=sigma, expected_batch_size=8.0, generator=generator)
+    return step.parts(model, dict(model.named_parameters()), private_token_inputs(x, y, public_tokens),
+                      public_token_inputs(x, y, public_tokens))  # fmt: skip
+
+
+def fpdp_parts(model, x, y, C, sigma, subspace_x, subspace_y, k=8, refresh=5, generator=None, step=None):
+    step = step or PrivateStep("fpdp", max_grad_norm=C, noise_multiplier=sigma, expected_batch_size=8.0,
+                               generator=generator, subspace_k=k, subspace_refresh=refresh)  # fmt: skip
+    parts = step.parts(model, dict(model.named_parameters()), Inputs(x, y), Inputs(x * 0.5, y),
+                       Inputs(subspace_x, subspace_y))  # fmt: skip
+    return step, parts
 
 
 def _private_pixels(model, public_tokens):
@@ -59,8 +76,8 @@ def test_invariant_2_public_gradient_bit_identical_under_private_pixel_changes(m
     gen = torch.Generator().manual_seed(9)
     x2 = torch.where(private, 1e3 * torch.randn(x.shape, generator=gen), x)
     assert not torch.equal(x, x2)
-    a = maskdp_parts(model, None, x, y, public_tokens, 1.0, 1.0, torch.Generator().manual_seed(0))
-    b = maskdp_parts(model, None, x2, y, public_tokens, 1.0, 1.0, torch.Generator().manual_seed(0))
+    a = maskdp_parts(model, x, y, public_tokens, 1.0, 1.0, torch.Generator().manual_seed(0))
+    b = maskdp_parts(model, x2, y, public_tokens, 1.0, 1.0, torch.Generator().manual_seed(0))
     for n in a.public_sum:  # patch embedding included: it is trained in the toy model
         assert torch.equal(a.public_sum[n], b.public_sum[n]), n
     # ... while the private part does see the change (so the test can fail).
@@ -78,7 +95,7 @@ def test_invariant_3_clipped_norms_bounded(model, batch, public_tokens, mode):
     clipped, _ = clip_per_sample(per, c)
     assert torch.all(per_sample_norms(clipped) <= c + 1e-6)
     # The summed private release without noise is the sum of those clipped gradients.
-    parts = maskdp_parts(model, None, x, y, torch.zeros_like(public_tokens) if keep is None else public_tokens, c, 0.0)
+    parts = maskdp_parts(model, x, y, torch.zeros_like(public_tokens) if keep is None else public_tokens, c, 0.0)
     summed = flatten(parts.private_sum)
     assert summed.norm() <= x.shape[0] * c + 1e-5
     ref = flatten({n: g.sum(0) for n, g in clipped.items()})
@@ -95,11 +112,11 @@ def _noise_draws(mode, model, x, y, public_tokens, c, sigma, seeds):
         if mode == "dpsgd":  # empty Poisson batch: nothing but noise
             g = dpsgd_gradients(model, None, x[:0], y[:0], c, sigma, 8.0, gen)
         elif mode == "maskdp":  # every token public: zero private gradient, subtract the clean part
-            parts = maskdp_parts(model, None, x, y, torch.ones_like(public_tokens), c, sigma, gen)
+            parts = maskdp_parts(model, x, y, torch.ones_like(public_tokens), c, sigma, gen)
             assert all(torch.count_nonzero(v) == 0 for v in parts.private_sum.values())
             g = {n: (parts.combined(8.0)[n] - parts.public_sum[n] / 8.0) for n in parts.noise}
         else:  # FP-DP noise before projection, on an empty batch
-            parts = fpdp_parts(model, None, x[:0], y[:0], c, sigma, PublicSubspace(2, 10), x[:2], y[:2], generator=gen)
+            _, parts = fpdp_parts(model, x[:0], y[:0], c, sigma, x[:2], y[:2], k=2, refresh=10, generator=gen)
             g = {n: v / 8.0 for n, v in parts.noise.items()}
         out.append(8.0 * flatten(g))
     return torch.stack(out)
@@ -137,13 +154,12 @@ def test_invariant_4_update_divides_by_expected_batch_size(model, batch, public_
         got = dpsgd_gradients(model, None, x, y, math.inf, 0.0, 8.0)
         ref = summed_grads(model, x, y)
     elif mode == "maskdp":
-        got = maskdp_gradients(model, None, x, y, pub, math.inf, 0.0, 8.0)
+        got = maskdp_parts(model, x, y, pub, math.inf, 0.0).combined(8.0)
         ref = summed_grads(model, x, y)
     else:  # k above the public rank: projection is onto span(public grads); compare per piece
-        sub = PublicSubspace(64, 10)
-        parts = fpdp_parts(model, None, x, y, math.inf, 0.0, sub, batch[0][3:], batch[1][3:])
-        got = fpdp_gradients(model, None, x, y, math.inf, 0.0, 8.0, sub, step=1)
-        ref = {n: parts.projected[n] + parts.public_sum[n] for n in parts.projected}
+        _, parts = fpdp_parts(model, x, y, math.inf, 0.0, batch[0][3:], batch[1][3:], k=64, refresh=10)
+        got = parts.combined(8.0)
+        ref = {n: parts.released[n] + parts.public_sum[n] for n in parts.released}
     for n in ref:
         torch.testing.assert_close(got[n], ref[n] / 8.0, rtol=1e-5, atol=1e-7)
         assert not torch.allclose(got[n], ref[n] / 3.0) or torch.count_nonzero(ref[n]) == 0
@@ -154,14 +170,13 @@ def test_invariant_5_subspace_ignores_private_data_and_spans_public_gradients(mo
     x, y = batch
     public_x, public_y = x[:3] * 0.3 + 0.1, y[:3]
     other_private = torch.randn(x.shape, generator=torch.Generator().manual_seed(4))
-    a, b = PublicSubspace(8, 5), PublicSubspace(8, 5)
-    fpdp_parts(model, None, x, y, 1.0, 1.0, a, public_x, public_y, generator=torch.Generator().manual_seed(0))
-    fpdp_parts(model, None, other_private, y.flip(0), 1.0, 1.0, b, public_x, public_y)
+    a, _ = fpdp_parts(model, x, y, 1.0, 1.0, public_x, public_y, generator=torch.Generator().manual_seed(0))
+    b, _ = fpdp_parts(model, other_private, y.flip(0), 1.0, 1.0, public_x, public_y)
+    a, b = a.subspace, b.subspace
     assert torch.equal(a.basis, b.basis)  # bit-identical: private data never enters
     # A different PUBLIC set moves the basis (so the test could fail).
-    c = PublicSubspace(8, 5)
-    fpdp_parts(model, None, x, y, 1.0, 1.0, c, public_x.flip(0) * 2, public_y)
-    assert not torch.equal(a.basis, c.basis)
+    c, _ = fpdp_parts(model, x, y, 1.0, 1.0, public_x.flip(0) * 2, public_y)
+    assert not torch.equal(a.basis, c.subspace.basis)
     # The basis spans exactly the public per-sample gradients (rank 3 < k = 8).
     g = flatten(per_sample_grads(model, public_x, public_y), batched=True)
     assert a.basis.shape[1] == 3
@@ -172,3 +187,53 @@ def test_invariant_5_subspace_ignores_private_data_and_spans_public_gradients(mo
     residual = private - a.project(private)
     assert residual.norm() > 1e-3 * private.norm()
     assert (a.basis.T @ residual).abs().max() < 1e-5 * private.norm()
+
+
+# -- 8. The noise-free public term reveals nothing about which records the private batch holds ---
+def _membership_scores(model, x, y, public_tokens, same_batch: bool, trials: int, seed: int) -> tuple[list, list]:
+    """One MaskDP step per trial, record 0 in the private batch or not; the adversary knows every
+    record's public tokens and label and the model (DESIGN.md's threat model), so it scores the
+    update against record 0's own public-token gradient."""
+    params = dict(model.named_parameters())
+    n = x.shape[0]
+    target = public_token_inputs(x[:1], y[:1], public_tokens[:1])
+    direction = flatten(summed_grads(model, target.x, target.y, params, token_keep=target.token_keep))
+    direction = direction / direction.norm()
+    rng = torch.Generator().manual_seed(seed)
+    scores = {True: [], False: []}
+    step = PrivateStep("maskdp", max_grad_norm=0.1, noise_multiplier=1.0, expected_batch_size=n / 2, generator=rng)
+    for t in range(trials):
+        member = t % 2 == 0
+        draw = torch.rand(n, generator=rng) < 0.5
+        draw[0] = member
+        private = torch.nonzero(draw).flatten()
+        if same_batch:  # the MaskDP paper's Algorithm 2
+            public = private
+        else:  # the trainers: an independent Poisson draw
+            public = torch.nonzero(torch.rand(n, generator=rng) < 0.5).flatten()
+        g = step(model, params, private_token_inputs(x[private], y[private], public_tokens[private]),
+                 public_token_inputs(x[public], y[public], public_tokens[public]))  # fmt: skip
+        scores[member].append(float(flatten(g) @ direction))
+    return scores[True], scores[False]
+
+
+def _attack_accuracy(inside: list, outside: list) -> float:
+    """Threshold fitted on the first half of the trials, accuracy on the second half."""
+    half_in, half_out = len(inside) // 2, len(outside) // 2
+    thr = 0.5 * (np.mean(inside[:half_in]) + np.mean(outside[:half_out]))
+    sign = 1.0 if np.mean(inside[:half_in]) >= np.mean(outside[:half_out]) else -1.0
+    hits = [sign * (s - thr) > 0 for s in inside[half_in:]] + [sign * (s - thr) <= 0 for s in outside[half_out:]]
+    return float(np.mean(hits))
+
+
+def test_invariant_8_public_term_on_an_independent_batch_defeats_the_membership_test(model, batch, public_tokens):
+    x = torch.cat([batch[0], batch[0].flip(0)])  # 12 records
+    y = torch.cat([batch[1], batch[1].flip(0)])
+    pub = torch.cat([public_tokens, public_tokens.flip(0)])
+    pub[0] = torch.rand(pub.shape[1], generator=torch.Generator().manual_seed(5)) < 0.6  # record 0 has public tokens
+    pub[0, 0] = False
+    same_in, same_out = _membership_scores(model, x, y, pub, same_batch=True, trials=240, seed=0)
+    ind_in, ind_out = _membership_scores(model, x, y, pub, same_batch=False, trials=240, seed=0)
+    paper, sound = _attack_accuracy(same_in, same_out), _attack_accuracy(ind_in, ind_out)
+    assert paper > 0.9, paper  # the same-batch public term gives membership away
+    assert sound < 0.65, sound  # chance, up to what the clipped + noised private part allows

@@ -46,3 +46,43 @@ def test_rejects_unknown_mode_or_accountant():
         PrivacyReport("dp", 1.0, 1e-5, 1.0, 0.01, 10, 1.0, "rdp")
     with pytest.raises(ValueError):
         PrivacyReport("dpsgd", 1.0, 1e-5, 1.0, 0.01, 10, 1.0, "moments")
+
+
+def test_report_states_adjacency_record_public_term_and_guarantee():
+    ledger = Accountant("rdp", "replace")
+    ledger.step(0.01, 1.2, n=500)
+    rep = PrivacyReport.from_accountant(
+        "maskdp", ledger, 1e-5, 1.0, record="video", public_term="public tokens on an independent batch",
+    )
+    assert rep.private and rep.accounting == "sound" and rep.adjacency == "replace" and rep.labels == "public"
+    assert rep.epsilon == pytest.approx(composed_epsilon([(0.01, 1.2, 500)], 1e-5, "rdp", adjacency="replace"))
+    assert rep.epsilon_other["pld"] == pytest.approx(
+        composed_epsilon([(0.01, 1.2, 500)], 1e-5, "pld", adjacency="replace"), rel=1e-6
+    )
+    assert "replacing the private tokens of one video" in rep.guarantee and "Definition 2" in rep.guarantee
+    assert f"{rep.epsilon:.4g}" in rep.guarantee
+    assert PrivacyReport.from_dict(json.loads(rep.to_json())) == rep
+
+
+def test_paper_accounting_is_never_reported_as_a_guarantee():
+    ledger = Accountant("rdp")
+    ledger.step(0.01, 1.2, n=500)
+    rep = PrivacyReport.from_accountant("maskdp", ledger, 1e-5, 1.0, accounting="paper")
+    assert not rep.private and "not a valid DP guarantee" in rep.guarantee
+    # what a sound analysis gives for that same-batch mechanism, beside the paper's number
+    assert rep.epsilon_other["same_batch_sound_add_remove"] > 5 * rep.epsilon
+    assert rep.epsilon_other["same_batch_sound_replace"] > rep.epsilon_other["same_batch_sound_add_remove"]
+    with pytest.raises(ValueError, match="never reported"):
+        PrivacyReport("maskdp", 1.0, 1e-5, 1.0, 0.01, 10, 1.0, "rdp", accounting="paper", private=True)
+
+
+def test_sigma_zero_and_real_star_runs_are_labelled_not_private():
+    ledger = Accountant("rdp")
+    ledger.step(0.01, 0.0, n=10)
+    rep = PrivacyReport.from_accountant("dpsgd", ledger, 1e-5, 1.0)
+    assert math.isinf(rep.epsilon) and not rep.private and "sigma = 0" in rep.guarantee
+    ledger = Accountant("rdp", "replace")
+    ledger.step(0.01, 1.0, n=10)
+    rep = PrivacyReport.from_accountant("maskdp", ledger, 1e-5, 1.0, not_private_reason="the person is public")
+    assert math.isinf(rep.epsilon) and not rep.private and rep.guarantee == "none: the person is public"
+    assert any("nominal epsilon" in n for n in rep.notes)
