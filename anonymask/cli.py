@@ -74,18 +74,53 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- privacy
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one line on stderr and exit code 2 (no usage dump, no traceback)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _privacy_args_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the numbers, checked before any accountant runs (NaN and inf included)."""
+    import math
+
+    if not 0 < args.q <= 1:
+        return f"--q must be in (0, 1], got {args.q}"
+    if args.steps < 1:
+        return f"--steps must be >= 1, got {args.steps}"
+    if not 0 < args.delta < 1:
+        return f"--delta must be in (0, 1), got {args.delta}"
+    if args.what == "epsilon" and not (math.isfinite(args.sigma) and args.sigma > 0):
+        return f"--sigma must be a finite number > 0, got {args.sigma}"
+    if args.what == "sigma" and not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        return f"--epsilon must be a finite number > 0, got {args.epsilon}"
+    if args.accountant == "prv" and args.adjacency != "add_remove":
+        return "--accountant prv supports --adjacency add_remove only (use pld or rdp)"
+    if args.same_batch and (args.what != "epsilon"):
+        return "--same-batch applies to `privacy epsilon` only"
+    return None
+
+
 def cmd_privacy(args: argparse.Namespace) -> int:
     from anonymask.models.privacy import accountant as acc
 
-    if args.what == "epsilon":
-        eps = acc.epsilon(q=args.q, sigma=args.sigma, steps=args.steps, delta=args.delta, accountant=args.accountant)
-        out = {"epsilon": eps, "q": args.q, "sigma": args.sigma, "steps": args.steps, "delta": args.delta,
-               "accountant": args.accountant}
+    problem = _privacy_args_error(args)
+    if problem:
+        print(f"anonymask privacy {args.what}: error: {problem}", file=sys.stderr)
+        return 2
+    common = {"q": args.q, "steps": args.steps, "delta": args.delta, "adjacency": args.adjacency}
+    if args.what == "epsilon" and args.same_batch:
+        eps = acc.revealed_sampling_epsilon(args.q, args.sigma, args.steps, args.delta, args.adjacency)
+        out = {"epsilon": eps, "sigma": args.sigma, **common, "accountant": "gdp-revealed-sampling",
+               "mechanism": "public term on the private batch (sampling revealed, no amplification)"}
+    elif args.what == "epsilon":
+        eps = acc.epsilon(args.q, args.sigma, args.steps, args.delta, args.accountant, args.adjacency)
+        out = {"epsilon": eps, "sigma": args.sigma, **common, "accountant": args.accountant}
     else:
-        sigma = acc.sigma_for_epsilon(q=args.q, steps=args.steps, epsilon=args.epsilon, delta=args.delta,
-                                      accountant=args.accountant)
-        out = {"sigma": sigma, "q": args.q, "epsilon": args.epsilon, "steps": args.steps, "delta": args.delta,
-               "accountant": args.accountant}
+        sigma = acc.sigma_for_epsilon(args.q, args.steps, args.epsilon, args.delta, args.accountant,
+                                      adjacency=args.adjacency)  # fmt: skip
+        out = {"sigma": sigma, "epsilon": args.epsilon, **common, "accountant": args.accountant}
     if args.json:
         print(json.dumps(out))
     else:
@@ -192,9 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_anonymize)
 
     s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, or sigma for a target")
-    psub = s.add_subparsers(dest="what", required=True)
+    psub = s.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
     for what in ("epsilon", "sigma"):
-        w = psub.add_parser(what)
+        w = psub.add_parser(what, prog=f"anonymask privacy {what}")
         w.add_argument("--q", type=float, required=True, help="Poisson sampling rate (batch / N)")
         w.add_argument("--steps", type=int, required=True)
         w.add_argument("--delta", type=float, required=True)
@@ -203,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             w.add_argument("--epsilon", type=float, required=True, help="target epsilon")
         w.add_argument("--accountant", default="rdp", choices=["rdp", "pld", "prv"])
+        w.add_argument("--adjacency", default="add_remove", choices=["add_remove", "replace"],
+                       help="neighbouring datasets: add/remove one record, or replace one (MaskDP's Definition 2)")
+        w.add_argument("--same-batch", action="store_true",
+                       help="epsilon of a mechanism whose public term uses the private batch (the MaskDP paper's "
+                            "Algorithm 2): sampling is revealed, so no amplification")  # fmt: skip
         w.add_argument("--json", action="store_true")
         w.set_defaults(func=cmd_privacy)
 

@@ -2,8 +2,11 @@
 
 Reads every ``<runs_dir>/<run>/metrics.json`` (written by the ``train`` flow; the privacy numbers
 come from the run's own privacy report), groups runs by dataset, then by row (training data
-variant: Real, Real*, Render, Rend.+Diff) x mode, with one column per target epsilon and a last
-"non-private" column. Several runs in one cell (e.g. seeds) are averaged, with their spread and
+variant: Real, Real*, Render, Rend.+Diff) x method, with one column per epsilon and a last
+"non-private" column. The column is the epsilon the run's report says it SPENT (the target when
+calibrated to it); a run without a valid guarantee never sits in a private column unmarked: a
+sigma = 0 run goes to "non-private", Real* and the paper's same-batch accounting keep their
+nominal epsilon but their method says "not private" / "paper's bound, not valid DP". Several runs in one cell (e.g. seeds) are averaged, with their spread and
 count shown. Writes per dataset ``accuracy_<dataset>.csv``, ``.md`` and ``.png`` (matplotlib, Agg)
 and ``runs.csv`` listing every run with its achieved epsilon under each accountant.
 """
@@ -51,11 +54,43 @@ def default_metric(dataset: str) -> str:
     return "mean_class_acc" if dataset == "tsh" else "top1"
 
 
-def _row_key(m: dict[str, Any]) -> tuple[int, int, str, str]:
+DEFAULT_ADJACENCY = {"maskdp": "replace"}  # others: add_remove
+
+
+def method_label(m: dict[str, Any]) -> str:
+    """The method column: the mode, and what the run's privacy report says about its guarantee."""
+    mode = m["mode"]
+    label = MODE_LABELS.get(mode, mode)
+    if mode == "nonprivate":
+        return label
+    adjacency = m.get("adjacency")
+    if adjacency and m.get("accounting") != "paper" and adjacency != DEFAULT_ADJACENCY.get(mode, "add_remove"):
+        label += f" [{adjacency.replace('_', '/')}]"
+    if m.get("accounting") == "paper":
+        return label + " (paper's bound, not valid DP)"
+    if m.get("private") is False:
+        return label + (" (sigma=0, not private)" if _num(m.get("sigma")) == 0 else " (not private)")
+    return label
+
+
+def epsilon_column(m: dict[str, Any]) -> float:
+    """The epsilon a run belongs under: inf for non-private and sigma = 0 runs, else the spent epsilon
+    (shown as the target when the run was calibrated to it, i.e. spent within 1% below it)."""
+    if m["mode"] == "nonprivate" or _num(m.get("sigma")) == 0:
+        return math.inf
+    spent, target = _num(m.get("epsilon")), _num(m.get("target_epsilon"))
+    if spent is None or math.isinf(spent):  # Real*: no guarantee; its nominal budget is the target
+        return target if target is not None else math.inf
+    if target is not None and math.isfinite(target) and 0.99 * target <= spent <= target * (1 + 1e-9):
+        return target
+    return float(f"{spent:.2g}")
+
+
+def _row_key(m: dict[str, Any]) -> tuple[int, int, str, str, str]:
     row, mode = m["row"], m["mode"]
     ri = ROW_ORDER.index(row) if row in ROW_ORDER else len(ROW_ORDER)
     mi = MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
-    return ri, mi, row, mode
+    return ri, mi, method_label(m), row, mode
 
 
 def _eps_label(eps: float) -> str:
@@ -63,14 +98,14 @@ def _eps_label(eps: float) -> str:
 
 
 def accuracy_table(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-    """{"columns": [eps...], "rows": [{"row", "mode", "cells": {eps: (mean, std, n)}}]} of one
-    dataset's runs (non-private runs sit in the inf column)."""
+    """{"columns": [eps...], "rows": [{"row", "mode", "method", "cells": {eps: (mean, std, n)}}]} of
+    one dataset's runs (non-private runs sit in the inf column; see ``epsilon_column``)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {METRICS}")
     cells: dict[tuple, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     columns: set[float] = set()
     for m in runs:
-        eps = math.inf if m["mode"] == "nonprivate" else m["target_epsilon"]
+        eps = epsilon_column(m)
         value = m.get(metric)
         if value is None or eps is None:
             continue
@@ -84,7 +119,7 @@ def accuracy_table(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
             mean = sum(vals) / len(vals)
             std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
             out[eps] = (mean, std, len(vals))
-        rows.append({"row": key[2], "mode": key[3], "cells": out})
+        rows.append({"row": key[3], "mode": key[4], "method": key[2], "cells": out})
     return {"columns": cols, "rows": rows, "metric": metric}
 
 
@@ -106,7 +141,7 @@ def table_markdown(dataset: str, table: dict[str, Any]) -> str:
     ]
     for r in table["rows"]:
         vals = [_cell_text(r["cells"].get(e)) for e in cols]
-        lines.append("| " + " | ".join([r["row"], MODE_LABELS.get(r["mode"], r["mode"]), *vals]) + " |")
+        lines.append("| " + " | ".join([r["row"], r["method"], *vals]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -117,7 +152,7 @@ def write_table_csv(path: Path, table: dict[str, Any]) -> None:
         w.writerow(["data", "method", *[_eps_label(e) for e in cols], *[f"n@{_eps_label(e)}" for e in cols]])
         for r in table["rows"]:
             cells = [r["cells"].get(e) for e in cols]
-            w.writerow([r["row"], MODE_LABELS.get(r["mode"], r["mode"]),
+            w.writerow([r["row"], r["method"],
                         *["" if c is None else f"{c[0]:.6f}" for c in cells],
                         *["" if c is None else c[2] for c in cells]])  # fmt: skip
 
@@ -126,14 +161,15 @@ def write_runs_csv(path: Path, runs: list[dict[str, Any]]) -> None:
     others = sorted({k for m in runs for k in m["epsilon_other"]})
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["run", "dataset", "data", "mode", "seed", "target_epsilon", "epsilon", "accountant",
-                    *[f"epsilon_{k}" for k in others], "delta", "sigma", "epochs", "steps", "top1",
-                    "mean_class_acc", "clip_top1"])  # fmt: skip
+        w.writerow(["run", "dataset", "data", "mode", "method", "seed", "target_epsilon", "epsilon", "private",
+                    "accountant", "adjacency", "accounting", *[f"epsilon_{k}" for k in others], "delta", "sigma",
+                    "epochs", "steps", "top1", "mean_class_acc", "clip_top1", "guarantee"])  # fmt: skip
         for m in runs:
-            w.writerow([m["run"], m["dataset"], m["row"], m["mode"], m.get("seed"), m["target_epsilon"],
-                        m["epsilon"], m.get("accountant"), *[m["epsilon_other"].get(k, "") for k in others],
+            w.writerow([m["run"], m["dataset"], m["row"], m["mode"], method_label(m), m.get("seed"),
+                        m["target_epsilon"], m["epsilon"], m.get("private"), m.get("accountant"),
+                        m.get("adjacency"), m.get("accounting"), *[m["epsilon_other"].get(k, "") for k in others],
                         m.get("delta"), m.get("sigma"), m.get("epochs"), m.get("steps"), m.get("top1"),
-                        m.get("mean_class_acc"), m.get("clip_top1")])  # fmt: skip
+                        m.get("mean_class_acc"), m.get("clip_top1"), m.get("guarantee")])  # fmt: skip
 
 
 def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
@@ -149,7 +185,7 @@ def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
     finite = [e for e in table["columns"] if not math.isinf(e)]
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     for r in table["rows"]:
-        label = f"{r['row']} / {MODE_LABELS.get(r['mode'], r['mode'])}"
+        label = f"{r['row']} / {r['method']}"
         if r["mode"] == "nonprivate":
             cell = r["cells"].get(math.inf)
             if cell is not None:
@@ -167,7 +203,7 @@ def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
         ax.set_xticks(finite)
         ax.set_xticklabels([f"{e:g}" for e in finite])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("target epsilon")
+    ax.set_xlabel("epsilon (spent)")
     ax.set_ylabel(f"{table['metric']} (%)")
     ax.set_title(f"{dataset}: accuracy vs privacy budget")
     ax.grid(alpha=0.3)

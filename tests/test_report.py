@@ -11,26 +11,27 @@ import pytest
 import torch
 
 from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.report import accuracy_table, collect_runs, write_report
+from anonymask.report import accuracy_table, collect_runs, epsilon_column, method_label, write_report
 from anonymask.tasks.train import build_caches, evaluate_run, fit_run, prepare_run_dir, write_result
 from anonymask.train_config import default_run_name, train_settings
 
 TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4,
         "sampling_seed": 0, "compare_accountants": []}  # fmt: skip
-RUNS = [  # (mode, epsilon, variant, seed)
-    ("nonprivate", None, "render", 0),
-    ("dp", 2.0, "render", 0),
-    ("dp", 8.0, "render", 0),
-    ("maskdp", 2.0, "render", 0),
-    ("maskdp", 2.0, "render", 1),
-    ("maskdp", 8.0, "render", 0),
-    ("maskdp", 2.0, "real", 0),
+RUNS = [  # (mode, epsilon, variant, seed, extra settings)
+    ("nonprivate", None, "render", 0, {}),
+    ("dp", 2.0, "render", 0, {}),
+    ("dp", 8.0, "render", 0, {}),
+    ("dp", 8.0, "render", 0, {"noise_multiplier": 0.0}),  # sigma = 0: not private, whatever the target
+    ("maskdp", 2.0, "render", 0, {}),
+    ("maskdp", 2.0, "render", 1, {}),
+    ("maskdp", 8.0, "render", 0, {}),
+    ("maskdp", 2.0, "real", 0, {}),
 ]
 
 
-def _train(store: str, runs_dir, mode, eps, variant, seed, until=None):
+def _train(store: str, runs_dir, mode, eps, variant, seed, extra=None, until=None):
     s = train_settings(mode, "synthetic", epsilon=eps, variant=variant,
-                       overrides=dict(TINY, seed=seed, noise_seed=seed, epochs=2 if until else 1))  # fmt: skip
+                       overrides=dict(TINY, seed=seed, noise_seed=seed, epochs=2 if until else 1, **(extra or {})))  # fmt: skip
     run_dir = runs_dir / default_run_name(s)
     prepare_run_dir(run_dir, s, store)
     caches = build_caches(s, store)
@@ -47,8 +48,8 @@ def runs_dir(tmp_path_factory):
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for mode, eps, variant, seed in RUNS:
-            _train(store, runs, mode, eps, variant, seed)
+        for mode, eps, variant, seed, extra in RUNS:
+            _train(store, runs, mode, eps, variant, seed, extra)
         _train(store, runs, "dp", 4.0, "render", 0, until=1)  # stopped early: left out of the table
     finally:
         torch.set_num_threads(old)
@@ -67,16 +68,20 @@ def test_table_cells_are_the_runs_metrics(runs_dir):
     assert len(collect_runs(runs_dir, include_incomplete=True)) == len(RUNS) + 1
     table = accuracy_table(runs, "top1")
     assert table["columns"] == [2.0, 8.0, math.inf]
-    cells = {(r["row"], r["mode"]): r["cells"] for r in table["rows"]}
-    assert list(cells) == [("Real*", "maskdp"), ("Render", "nonprivate"), ("Render", "dpsgd"), ("Render", "maskdp")]
-    for (row, mode), by_eps in cells.items():
+    cells = {(r["row"], r["method"]): r["cells"] for r in table["rows"]}
+    assert list(cells) == [("Real*", "MaskDP (not private)"), ("Render", "Non-private"), ("Render", "DP-SGD"),
+                           ("Render", "DP-SGD (sigma=0, not private)"), ("Render", "MaskDP")]  # fmt: skip
+    for (row, method), by_eps in cells.items():
         for eps, (mean, std, n) in by_eps.items():
-            vals = [m["top1"] for m in all_runs if m["row"] == row and m["mode"] == mode and m["complete"]
-                    and (math.isinf(eps) if mode == "nonprivate" else m["target_epsilon"] == eps)]  # fmt: skip
+            vals = [m["top1"] for m in all_runs if m["row"] == row and m["complete"] and method_label(m) == method
+                    and epsilon_column(m) == eps]  # fmt: skip
             assert n == len(vals) and mean == pytest.approx(sum(vals) / len(vals))
             assert std == pytest.approx(statistics.stdev(vals) if n > 1 else 0.0)
-    assert cells[("Render", "maskdp")][2.0][2] == 2  # two seeds averaged
-    assert set(cells[("Render", "nonprivate")]) == {math.inf}
+    assert cells[("Render", "MaskDP")][2.0][2] == 2  # two seeds averaged
+    assert set(cells[("Render", "Non-private")]) == {math.inf}
+    # the sigma = 0 run asked for eps 8 but sits under non-private, never under eps=8
+    assert set(cells[("Render", "DP-SGD (sigma=0, not private)")]) == {math.inf}
+    assert set(cells[("Real*", "MaskDP (not private)")]) == {2.0}
 
 
 def test_report_files_and_cli(runs_dir, tmp_path, capsys):
@@ -84,7 +89,7 @@ def test_report_files_and_cli(runs_dir, tmp_path, capsys):
     res = write_report(runs_dir, out)
     files = res["datasets"]["synthetic"]
     md = (out / "accuracy_synthetic.md").read_text()
-    assert "| Render | MaskDP |" in md and "| Real* | MaskDP |" in md and "non-private" in md
+    assert "| Render | MaskDP |" in md and "| Real* | MaskDP (not private) |" in md and "non-private" in md
     with open(files["csv"]) as f:
         rows = list(csv.DictReader(f))
     by = {(r["data"], r["method"]): r for r in rows}
@@ -97,8 +102,11 @@ def test_report_files_and_cli(runs_dir, tmp_path, capsys):
         listed = list(csv.DictReader(f))
     assert len(listed) == len(RUNS)
     for r in listed:
-        if r["mode"] != "nonprivate":
+        if r["private"] == "True":
+            assert r["mode"] != "nonprivate" and r["guarantee"].startswith("(")
             assert 0 < float(r["epsilon"]) <= float(r["target_epsilon"]) + 1e-9
+        else:
+            assert r["epsilon"] == "inf" and r["guarantee"].startswith("none")
 
     from anonymask.cli import main
 

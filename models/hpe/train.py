@@ -296,10 +296,12 @@ def train_pose_model(
     public: PoseCrops | None = None,
     test: PoseCrops | None = None,
     progress: Callable[[dict], None] | None = None,
+    inspect: Callable[[int, GradientRule], None] | None = None,
 ) -> HPETrainResult:
     """Train ``model`` in place on the private ``train`` crops; evaluate on ``test`` per epoch.
 
-    ``public`` is needed by projdp and fpdp (the subspace's public set). The returned history has,
+    ``public`` is needed by projdp and fpdp (the subspace's public set). ``inspect(step, rule)``
+    is called after every step (audits and tests read ``rule.last_parts``; never log it). The returned history has,
     per epoch: steps, epsilon spent so far (DP modes), the mean train loss (non-private only: a DP
     run releases nothing but its noisy gradients) and the test metrics.
     """
@@ -370,6 +372,8 @@ def train_pose_model(
             optimizer.zero_grad(set_to_none=True)
             write_grads(params, grads)
             optimizer.step()
+        if inspect is not None:
+            inspect(step, rule)
         end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == steps
         if end_of_epoch:
             epoch = math.ceil((step + 1) / steps_per_epoch)

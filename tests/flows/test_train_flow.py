@@ -19,7 +19,8 @@ TINY = {
     "sampling_seed": 0, "compare_accountants": [], "fpdp_public_size": 4, "fpdp_k": 2,
 }  # fmt: skip
 PRIVACY_FIELDS = {"mode", "epsilon", "delta", "sigma", "q", "steps", "C", "accountant", "mask_policy",
-                  "dataset_fingerprint"}  # fmt: skip
+                  "dataset_fingerprint", "adjacency", "accounting", "private", "guarantee", "record",
+                  "public_term", "psi", "labels"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +60,18 @@ def test_each_mode_writes_metrics_and_privacy_report(prefect_api, store, tmp_pat
     assert len(privacy["dataset_fingerprint"]) == 64
     trainer_mode = {"dp": "dpsgd"}.get(mode, mode)
     assert privacy["mode"] == trainer_mode and metrics["mode"] == trainer_mode
-    if mode == "nonprivate":
+    if mode == "nonprivate" or row == "Real*":  # Real*: the real person is public, no guarantee
         assert privacy["epsilon"] == "inf" and metrics["epsilon"] == "inf"
+        assert not privacy["private"] and privacy["guarantee"].startswith("none")
         return
     eps = float(privacy["epsilon"])
+    assert privacy["private"] and privacy["accounting"] == "sound" and metrics["private"]
     assert math.isfinite(eps) and 0.9 * 4.0 <= eps <= 4.0 + 1e-6
     assert privacy["accountant"] == "rdp" and privacy["C"] == 1.0 and privacy["delta"] == 1e-5
+    assert privacy["adjacency"] == ("replace" if mode == "maskdp" else "add_remove") == metrics["adjacency"]
     # the report's numbers are what an independent accountant call gives for its (q, sigma, steps)
-    assert account(privacy["q"], privacy["sigma"], privacy["steps"], privacy["delta"], "rdp") == pytest.approx(eps)
+    again = account(privacy["q"], privacy["sigma"], privacy["steps"], privacy["delta"], "rdp", privacy["adjacency"])
+    assert again == pytest.approx(eps)
     n_train = 12 - (1 if mode == "fpdp" else 0)  # FP-DP holds one video out as its public set
     assert privacy["q"] == pytest.approx(4 / n_train)
     assert metrics["train_clips"] == n_train
@@ -76,6 +81,17 @@ def test_each_mode_writes_metrics_and_privacy_report(prefect_api, store, tmp_pat
         assert f"mask_source={'q' if variant == 'real' else 'r'}" in privacy["mask_policy"]
     if mode == "fpdp":
         assert metrics["public_clips"] == 1
+
+
+def test_paper_accounting_reproduces_the_paper_and_says_it_is_not_valid(prefect_api, store, tmp_path):
+    res = run(store, tmp_path, "maskdp", epsilon=4.0, overrides={"accounting": "paper"})
+    privacy = json.loads((tmp_path / res["run"] / "privacy.json").read_text())
+    assert not privacy["private"] and privacy["accounting"] == "paper" and privacy["adjacency"] == "add_remove"
+    assert "not a valid DP guarantee" in privacy["guarantee"]
+    assert 0.9 * 4.0 <= float(privacy["epsilon"]) <= 4.0 + 1e-6  # Theorem 1's number, as the paper reports it
+    assert privacy["epsilon_other"]["same_batch_sound_add_remove"] > 4.0
+    md = (tmp_path / res["run"] / "result.md").read_text()
+    assert "not a valid DP guarantee" in md
 
 
 def test_cache_is_shared_and_resume_does_not_redo_epochs(prefect_api, tmp_path):
@@ -138,6 +154,18 @@ def test_paper_defaults_and_overrides():
         train_settings("maskdp", "ntu", variant="real", mask_source="r")
     with pytest.raises(ValueError, match="unknown training mode"):
         train_settings("dpsdg", "ntu")
+    # privacy settings: the adjacency each method claims, the paper's accounting only on request
+    assert ntu["adjacency"] == "replace" and ntu["accounting"] == "sound"
+    assert ucf["adjacency"] == "add_remove"
+    assert train_settings("fpdp", "ntu")["fpdp_psi"] == "blur_8.75"  # the paper's blur at 224 px
+    paper = train_settings("maskdp", "ntu", overrides={"accounting": "paper"})
+    assert "-maskdp-paper-" in default_run_name(paper)
+    with pytest.raises(ValueError, match="accounting=paper"):
+        train_settings("dp", "ntu", overrides={"accounting": "paper"})
+    with pytest.raises(ValueError, match="adjacency"):
+        train_settings("dp", "ntu", overrides={"adjacency": "swap"})
+    with pytest.raises(ValueError, match="variant real only"):
+        train_settings("maskdp", "ntu", variant="render", mask_source="q")
     # the run name follows the settings: same settings resume, changed ones start a new run
     a = default_run_name(train_settings("dp", "demo", epsilon=3))
     assert a == default_run_name(train_settings("dp", "demo", epsilon=3, overrides={"num_workers": 2}))

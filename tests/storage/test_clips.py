@@ -63,12 +63,14 @@ def test_mask_sources(store_url):
     start = clip_starts(20, 3, 1, 1)[0]
     assert torch.equal(sr["pixel_public"], torch.from_numpy(entry.read("public_mask")[start : start + 3]))
     person = entry.read("person_mask")[start : start + 3]
-    assert torch.equal(sq["pixel_public"], torch.from_numpy(person == 0))
-    # Real*: the person (q > 0, which contains the avatar region) is private
-    assert not (sq["pixel_public"] & sr["pixel_public"]).any()
-    assert sq["pixel_public"].float().mean() > 0.5
+    assert torch.equal(sq["pixel_public"], torch.from_numpy(person > 0))
+    # Real* (the paper's row): the person region q > 0, which contains the avatar region, is public
+    assert torch.equal(sq["pixel_public"] | sr["pixel_public"], sq["pixel_public"])
+    assert 0 < sq["pixel_public"].float().mean() < 0.5
     with pytest.raises(ValueError, match="no synthetic pixels"):
         ClipDataset(store_url, "xsub", "train", "real", "r")
+    with pytest.raises(ValueError, match="variant 'real' only"):  # q on a render variant: real background public
+        ClipDataset(store_url, "xsub", "train", "render", "q")
 
 
 def test_resize_keeps_masks_conservative():

@@ -68,7 +68,7 @@ def _step_setup(tiny_crops, mode: str, C: float, sigma: float = 0.0, k: int = 4)
     psi = model.features(blur_images(x[:6], 2.0)).detach()
     cfg = HPETrainConfig(mode=mode, max_grad_norm=C, noise_multiplier=sigma, subspace_k=k, noise_seed=0)
     rule = GradientRule(cfg, simcc_loss_fn(model.config), sigma, expected_batch_size=5.0, device=torch.device("cpu"))
-    inp = StepInputs(feats, y[:6], psi, pub_feats, pub_y[:8])
+    inp = StepInputs(feats, y[:6], psi_x=psi, psi_y=y[:6], public_x=pub_feats, public_y=pub_y[:8])
     return rule, net, params, inp
 
 
@@ -116,7 +116,7 @@ def test_feature_dp_adds_the_noise_free_public_gradient(tiny_crops):
     rule, net, params, inp = _step_setup(tiny_crops, "featdp", C)
     grads = rule(net, params, inp, step=0)
     clipped, _ = clip_per_sample(per_sample_grads(net, inp.x, inp.y, params, loss_fn=rule.loss_fn), C)
-    public = summed_grads(net, inp.psi_x, inp.y, params, loss_fn=rule.loss_fn)
+    public = summed_grads(net, inp.psi_x, inp.psi_y, params, loss_fn=rule.loss_fn)
     for n in params:
         torch.testing.assert_close(grads[n], (clipped[n].sum(0) + public[n]) / 5.0, rtol=1e-4, atol=1e-8)
     assert float(flatten(public).norm()) > 100 * C  # the public part is not clipped
@@ -144,3 +144,53 @@ def test_modes_that_need_a_public_set_refuse_to_run_without_one(tiny_crops):
         train_pose_model(_model(), train, cfg)
     with pytest.raises(ValueError, match="noise_multiplier or target_epsilon"):
         HPETrainConfig(mode="dpsgd")
+
+
+def _run(tiny_crops, mode="featdp", **kw):
+    train, _ = tiny_crops
+    private, public = split_public(train, 0.3)
+    seen = []
+    base = dict(strategy="frozen", mode=mode, epochs=2, batch_size=4, noise_multiplier=1.0, noise_seed=0,
+                sampling_seed=1, public_seed=2, lr=0.0, subspace_k=4)  # fmt: skip
+    cfg = HPETrainConfig(**{**base, **kw})
+    result = train_pose_model(_model(), private, cfg, public=public,
+                              inspect=lambda step, rule: seen.append(rule.last_parts))  # fmt: skip
+    return result, seen
+
+
+def test_psi_term_is_drawn_independently_of_the_private_batch(tiny_crops):
+    """Invariant 8 through the pose trainer: other private draws, same public seed -> the same
+    noise-free psi terms at every step; the paper's same-batch term follows the private draw."""
+    _, a = _run(tiny_crops, sampling_seed=1)
+    _, b = _run(tiny_crops, sampling_seed=5)
+    assert len(a) == len(b) > 3
+    assert any(pa.private_norms.shape != pb.private_norms.shape for pa, pb in zip(a, b))  # other batches
+    for pa, pb in zip(a, b):
+        assert all(torch.equal(pa.public_sum[n], pb.public_sum[n]) for n in pa.public_sum)
+    _, c = _run(tiny_crops, sampling_seed=1, accounting="paper")
+    _, d = _run(tiny_crops, sampling_seed=5, accounting="paper")
+    assert any(not torch.equal(pc.public_sum[n], pd.public_sum[n]) for pc, pd in zip(c, d) for n in pc.public_sum)
+    res, _ = _run(tiny_crops, accounting="paper")
+    assert not res.privacy["private"] and "not a valid DP guarantee" in res.privacy["guarantee"]
+
+
+def test_sampling_is_secret_by_default(tiny_crops):
+    """The private Poisson draws come from the OS unless a seed is given (the old code seeded them
+    with the public config seed)."""
+    fixed = [_run(tiny_crops, mode="dpsgd", lr=1e-2, sampling_seed=3)[0] for _ in range(2)]
+    free = [_run(tiny_crops, mode="dpsgd", lr=1e-2, sampling_seed=None)[0] for _ in range(2)]
+    same = [torch.equal(p, q) for p, q in zip(fixed[0].model.head.parameters(), fixed[1].model.head.parameters())]
+    differ = [torch.equal(p, q) for p, q in zip(free[0].model.head.parameters(), free[1].model.head.parameters())]
+    assert all(same) and not all(differ)
+
+
+def test_report_states_psi_and_adjacency_and_refuses_a_weak_blur(tiny_crops):
+    res, _ = _run(tiny_crops, mode="fpdp")
+    rep = res.privacy
+    assert rep["private"] and rep["adjacency"] == "add_remove" and rep["record"] == "crop"
+    assert rep["psi"]["sigma_px"] == pytest.approx(2.5) and rep["labels"] == "public"  # 10 px at 256 -> 64 px input
+    assert "independent Poisson batch" in rep["public_term"]
+    with pytest.raises(ValueError, match="weaker than the paper"):
+        _run(tiny_crops, mode="fpdp", blur_sigma=0.001)
+    res, _ = _run(tiny_crops, mode="fpdp", blur_sigma=1.0, blur_allow_weak=True)
+    assert res.privacy["psi"]["below_paper_floor"]

@@ -23,7 +23,6 @@ from anonymask.models.privacy.clipping import (
     summed_grads,
 )
 from anonymask.models.privacy.dpsgd import dpsgd_gradients
-from anonymask.models.privacy.fpdp import PublicSubspace
 from anonymask.models.privacy.mechanism import Inputs, PrivateStep, private_token_inputs, public_token_inputs
 from anonymask.models.privacy.sampler import PoissonBatchSampler
 
