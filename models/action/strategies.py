@@ -144,6 +144,7 @@ class PrivateStrategy:
         mask_policy: str | None = None,
         dataset_fingerprint: str = "",
         not_private_reason: str | None = None,
+        fixed_seeds: tuple[str, ...] = (),
     ):
         from anonymask.models.privacy.accountant import Accountant
         from anonymask.models.privacy.mechanism import PrivateStep, mode_spec
@@ -171,6 +172,7 @@ class PrivateStrategy:
         self.mask_policy = mask_policy
         self.dataset_fingerprint = dataset_fingerprint
         self.not_private_reason = not_private_reason
+        self.fixed_seeds = tuple(fixed_seeds)
         self.private_variants = ("private",) if spec.public_term == "public_tokens" else ("full",)
         self.public_variants: tuple[str, ...] = {"public_tokens": ("public",), "psi": (psi_variant,), None: ()}[
             spec.public_term
@@ -244,7 +246,7 @@ class PrivateStrategy:
             self.mode, self.accountant, self.delta, self.C, accounting=self.accounting, record=self.record,
             public_term=self.public_term_text(), psi=self.psi, mask_policy=self.mask_policy,
             dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with,
-            not_private_reason=self.not_private_reason,
+            not_private_reason=self.not_private_reason, fixed_seeds=self.fixed_seeds,
         )  # fmt: skip
         return rep.to_dict()
 

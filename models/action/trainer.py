@@ -269,6 +269,9 @@ class Trainer:
             record="video",
             mask_policy=mask_policy,
             dataset_fingerprint=self.fingerprint(),
+            fixed_seeds=tuple(
+                name for name in ("noise_seed", "sampling_seed") if getattr(cfg, name) is not None
+            ),
             not_private_reason=(
                 "mask_source=q treats the real person's pixels as public (the paper's Real* row: an upper "
                 "bound, not a private run)"

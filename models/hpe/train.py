@@ -285,6 +285,7 @@ def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, 
     rep = PrivacyReport.from_accountant(
         cfg.mode, ledger, cfg.delta, cfg.max_grad_norm, accounting=cfg.accounting, record="crop",
         public_term=public_term, psi=psi, dataset_fingerprint=fingerprint, compare_with=(),
+        fixed_seeds=tuple(name for name in ("noise_seed", "sampling_seed") if getattr(cfg, name) is not None),
     )  # fmt: skip
     return rep.to_dict()
 

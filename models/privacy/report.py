@@ -109,13 +109,15 @@ class PrivacyReport:
         compare_with: Sequence[str] | None = None,
         not_private_reason: str | None = None,
         notes: Sequence[str] = (),
+        fixed_seeds: Sequence[str] = (),
     ) -> PrivacyReport:
         """Report of a private run from its ledger.
 
         ``compare_with`` defaults to the other accountant family (PLD for an RDP ledger, RDP for a
         tight one), under the ledger's adjacency. ``not_private_reason``: the run releases data it
         claims to protect (e.g. Real*: the real person's pixels treated as public): epsilon is then
-        reported as inf and the reason stated.
+        reported as inf and the reason stated. ``fixed_seeds``: randomness the settings fixed (for a
+        reproducible experiment); the guarantee then holds only while those seeds stay secret.
         """
         history = ledger.history
         adjacency = ledger.adjacency
@@ -143,6 +145,11 @@ class PrivacyReport:
                 if private
                 else "none: sigma = 0 (no noise), epsilon is infinite"
             )
+            if private and fixed_seeds:
+                guarantee += f"; holds only while the fixed {' and '.join(fixed_seeds)} stay secret"
+        if psi and psi.get("below_paper_floor"):
+            notes.append(f"psi is a blur below the paper's (sigma {psi.get('sigma_px')} px < {psi.get('floor_px')} px): "
+                         "the public features keep more of the private detail")
         if not_private_reason:
             notes.append(f"nominal epsilon of the private part alone: {eps:.4g}")
             eps, private, guarantee = math.inf, False, f"none: {not_private_reason}"

@@ -123,3 +123,43 @@ def test_cache_resumes_only_missing_rows(store_url):
     assert FeatureCache(store_url, cache.key).complete_variants() == ["full", "tokens"]
     with pytest.raises(StoreError, match="lacks complete variants"):
         cache.dataset(("public",))
+
+
+def test_cache_key_follows_upstream_results_labels_and_weights(tmp_path):
+    """A cache never outlives what it was computed from: the key changes when an upstream array
+    changes (a recorded stage output, or an array written without a record), when a label
+    changes, and when the prefix weights change."""
+    import numpy as np
+
+    url = str(tmp_path / "k.zarr")
+    make_synthetic_store(url, num_classes=2, videos_per_class={"train": 2}, frames=10, size=(32, 32))
+    model = build_action_model(2, arch="tiny", seed=1)
+    key = cache_key(model, _dataset(url))
+    assert key == cache_key(build_action_model(2, arch="tiny", seed=1), _dataset(url))  # stable
+    store = DatasetStore.open(url, mode="r+")
+    vid = store.video_ids()[0]
+    entry = store.video(vid)
+    mask = entry.read("public_mask")
+    mask[0, 0, 0] = ~mask[0, 0, 0]
+    entry.write_array("public_mask", mask)  # no stage record: the content checksum moves
+    key_mask = cache_key(model, _dataset(url))
+    assert key_mask != key
+    # a stage record's output checksum is what identifies the array when present
+    with entry.stage("reintegrate", backend="test", config={}) as w:
+        w.write("anonymized", entry.read("anonymized"))
+        w.write("public_mask", mask)
+    key_rec = cache_key(model, _dataset(url))
+    entry.write_array("public_mask", mask)  # same content rewritten: same recorded checksum, same key
+    assert cache_key(model, _dataset(url)) == key_rec
+    with entry.stage("reintegrate", backend="test", config={"v": 2}) as w:  # a rerun with other masks
+        w.write("anonymized", entry.read("anonymized"))
+        w.write("public_mask", np.zeros_like(mask))
+    assert cache_key(model, _dataset(url)) != key_rec
+    # labels
+    before = cache_key(model, _dataset(url))
+    info = entry.info
+    info.label = 1 - int(info.label)
+    store.register_videos([info])  # relabelled
+    assert cache_key(model, _dataset(url)) != before
+    # weights
+    assert cache_key(build_action_model(2, arch="tiny", seed=2), _dataset(url)) != cache_key(model, _dataset(url))

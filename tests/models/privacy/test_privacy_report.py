@@ -86,3 +86,14 @@ def test_sigma_zero_and_real_star_runs_are_labelled_not_private():
     rep = PrivacyReport.from_accountant("maskdp", ledger, 1e-5, 1.0, not_private_reason="the person is public")
     assert math.isinf(rep.epsilon) and not rep.private and rep.guarantee == "none: the person is public"
     assert any("nominal epsilon" in n for n in rep.notes)
+
+
+def test_fixed_seeds_and_a_weak_psi_are_stated():
+    ledger = Accountant("rdp")
+    ledger.step(0.01, 1.0, n=10)
+    psi = {"kind": "gaussian_blur", "sigma_px": 1.0, "floor_px": 8.75, "below_paper_floor": True}
+    rep = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0, psi=psi, fixed_seeds=("noise_seed",))
+    assert rep.private and rep.guarantee.endswith("only while the fixed noise_seed stay secret")
+    assert any("below the paper's" in n for n in rep.notes)
+    clean = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0)
+    assert "secret" not in clean.guarantee and not clean.notes
