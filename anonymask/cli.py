@@ -102,6 +102,27 @@ def _privacy_args_error(args: argparse.Namespace) -> str | None:
     return None
 
 
+def cmd_privacy_compare(args: argparse.Namespace) -> int:
+    import math
+
+    from anonymask.models.privacy.compare import bound_comparison, comparison_markdown
+
+    bad = [e for e in args.epsilons if not (math.isfinite(e) and e > 0)]
+    problem = (
+        f"--q must be in (0, 1], got {args.q}" if not 0 < args.q <= 1
+        else f"--steps must be >= 1, got {args.steps}" if args.steps < 1
+        else f"--delta must be in (0, 1), got {args.delta}" if not 0 < args.delta < 1
+        else f"--epsilons must be finite numbers > 0, got {bad}" if bad
+        else None
+    )  # fmt: skip
+    if problem:
+        print(f"anonymask privacy compare: error: {problem}", file=sys.stderr)
+        return 2
+    rows = bound_comparison(args.q, args.steps, args.delta, args.epsilons)
+    print(json.dumps(rows, indent=2) if args.json else comparison_markdown(rows), end="" if not args.json else "\n")
+    return 0
+
+
 def cmd_privacy(args: argparse.Namespace) -> int:
     from anonymask.models.privacy import accountant as acc
 
@@ -245,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "Algorithm 2): sampling is revealed, so no amplification")  # fmt: skip
         w.add_argument("--json", action="store_true")
         w.set_defaults(func=cmd_privacy)
+    w = psub.add_parser("compare", prog="anonymask privacy compare",
+                        help="the MaskDP paper's bound against sound analyses of the same noise")
+    w.add_argument("--q", type=float, required=True, help="Poisson sampling rate (batch / N)")
+    w.add_argument("--steps", type=int, required=True)
+    w.add_argument("--delta", type=float, required=True)
+    w.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0])
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(func=cmd_privacy_compare)
 
     s = sub.add_parser("generate", help="generate the synthetic dataset (demo/synthetic/tiny preset)")
     s.add_argument("--preset", default="demo")
