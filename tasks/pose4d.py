@@ -1,8 +1,13 @@
 """Stage ``pose4d``: SMPL-H tracks + camera per video, into ``pose/``.
 
-Also stores the segmentation map it used to find people (``pose/person_prob``) so the segment
-stage reuses it instead of running the segmenter twice. With ground truth in the store the stage
-records ``mpjpe_mm`` (root-aligned, 22 body joints).
+Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py),
+streaming ``raw`` in windows of frames, and also writes what later stages need to remove and
+replace exactly those people:
+- ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
+  ``pose/instance_track`` (R,) int32: raw track id -> posed track index (-1: not posed);
+- ``pose/person_prob`` (T,H,W) uint8: person probability (max over people), 0..255;
+- ``pose/boxes`` (N,T,4) with the frames bridged between detections filled, ``pose/gap`` (N,T).
+With ground truth in the store the stage records ``mpjpe_mm`` (root-aligned, 22 body joints).
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ from typing import Any
 import numpy as np
 
 from anonymask.models.pose.keypoints import BODY_JOINTS
-from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.storage.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.tasks.common import stage
 
+#: frames per window of streamed stages (a multiple of the store's chunk length)
+WINDOW = 4 * CLIP_FRAMES
 
-def person_probability(frames: np.ndarray, backend: str) -> np.ndarray:
-    from anonymask.models.segment.backends import get_segmenter
 
-    return np.asarray(get_segmenter(backend).segment(frames), np.float32)
+def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW):
+    """(t0, frames) for consecutive windows of an array: bounded memory over long videos."""
+    arr = entry.array(name)
+    for t0 in range(0, arr.shape[0], window):
+        yield t0, np.asarray(arr[t0 : t0 + window])
 
 
 @stage("pose4d", deps=("ingest",))
@@ -33,24 +42,29 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             raise ValueError(f"{entry.video_id}: pose4d backend 'gt' needs ground truth (synthetic data only)")
         tracks, camera = read_tracks(entry, "gt/pose")
     elif backend == "mediapipe":
-        from anonymask.models.pose.detect import detection_probability
-        from anonymask.models.pose.estimate import estimate_mediapipe
+        from anonymask.models.pose.estimate import estimate_people
         from anonymask.models.pose.fit import FitConfig
 
-        frames = entry.read("raw")
-        prob = person_probability(frames, cfg.get("segmenter", "mediapipe"))
-        det = detection_probability(frames, prob, use_motion=bool(cfg.get("motion_cue", True)))
-        # the segment stage unites this with the fitted silhouettes: a person the pose model missed
-        # is still removed wherever segmentation or motion saw them (privacy before fidelity)
-        w.write("pose/person_prob", (np.clip(det, 0, 1) * 255).astype(np.uint8))
-        body = get_body_model()
-        res = estimate_mediapipe(
-            frames, det, body.rest_joints(), threshold=cfg.get("threshold", 0.5),
-            min_visible_frames=cfg.get("min_visible_frames", 2),
+        t_len, h, wd = entry.array("raw").shape[:3]
+        labels = entry.create_array("pose/instances", (t_len, h, wd), np.uint16)
+        prob = entry.create_array("pose/person_prob", (t_len, h, wd), np.uint8)
+
+        def write_window(t0, lab, p):
+            labels[t0 : t0 + len(lab)] = lab
+            prob[t0 : t0 + len(p)] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
+
+        res = estimate_people(
+            frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
+            min_visible_frames=int(cfg.get("min_visible_frames", 2)), max_gap=int(cfg.get("max_gap", 10)),
+            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", True)),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
         )
-        tracks, camera = res.tracks, res.camera
+        w.add_written("pose/instances")
+        w.add_written("pose/person_prob")
+        w.write("pose/instance_track", res.instance_track, frame_chunked=False)
         w.write("pose/boxes", res.boxes, frame_chunked=False)
+        w.write("pose/gap", res.gap, frame_chunked=False)
+        tracks, camera = res.tracks, res.camera
         w.metric(**res.diagnostics)
     elif backend == "ntu-skeleton":
         from anonymask.models.pose.fit import FitConfig

@@ -1,5 +1,15 @@
-"""Stage ``segment``: person mask q = segmentation OR fitted-body silhouettes, unflickered, grown,
-feathered; one feathered mask per track for reintegration. Records ``mask_iou`` vs ground truth."""
+"""Stage ``segment``: the person mask q, tight, streamed over windows of frames.
+
+q = (person probability from pose4d >= threshold) OR (every avatar's silhouette), unflickered over
++-``unflicker`` frames, grown by ``grow`` pixels (the safety margin), feathered. Box filling is a
+fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
+there), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
+pixels nearest to that person's instance mask or avatar) for reintegration.
+
+Metrics: ``person_fraction`` (q's share of the frame), ``replaced_min`` (the smallest share, over
+tracks, of a person's instance-mask pixels that their avatar (grown by ``replace_margin``) covers),
+and with ground truth ``mask_iou`` (before growing) and ``removed_ratio`` (|q| / |true person|).
+"""
 
 from __future__ import annotations
 
@@ -9,44 +19,111 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.tasks.common import stage
+from anonymask.tasks.pose4d import WINDOW
 
 
 def _to_u8(alpha: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(np.asarray(alpha, np.float32) * 255), 0, 255).astype(np.uint8)
 
 
+def _gap_boxes(shape, boxes: np.ndarray, fill: np.ndarray, t0: int, margin: float) -> np.ndarray:
+    """(n,H,W) bool: each person's box (grown by ``margin``) in the frames where ``fill`` (N,T) says so."""
+    n, h, w = shape
+    out = np.zeros(shape, bool)
+    for j in range(boxes.shape[0]):
+        for k in range(n):
+            t = t0 + k
+            b = boxes[j, t]
+            if not fill[j, t] or not np.all(np.isfinite(b)):
+                continue
+            mx, my = margin * (b[2] - b[0]), margin * (b[3] - b[1])
+            xa, ya = int(max(0, np.floor(b[0] - mx))), int(max(0, np.floor(b[1] - my)))
+            xb, yb = int(min(w, np.ceil(b[2] + mx))), int(min(h, np.ceil(b[3] + my)))
+            out[k, ya:yb, xa:xb] = True
+    return out
+
+
 @stage("segment", deps=("ingest", "pose4d", "render"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.metrics import mask_iou
     from anonymask.models.segment.backends import get_segmenter
-    from anonymask.models.segment.masks import build_person_masks, person_mask
+    from anonymask.models.segment.masks import build_person_masks, grow, person_mask
 
     backend = cfg.get("backend", "mediapipe")
-    if backend == "gt":
-        prob = entry.read("gt/person_mask").astype(np.float32)
-    elif backend == "mediapipe" and entry.has_array("pose/person_prob"):
-        prob = entry.read("pose/person_prob").astype(np.float32) / 255.0  # computed by pose4d
-    else:
-        prob = np.asarray(get_segmenter(backend).segment(entry.read("raw")), np.float32)
-    sil = entry.read("render/track_masks") if cfg.get("union_silhouette", True) else None
-    seg_prob = prob
-    if cfg.get("box_fill", True):
-        from anonymask.models.segment.boxes import box_masks
-
-        tm = sil if sil is not None else entry.read("render/track_masks")
-        det_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
-        boxes = box_masks(prob.shape, tm, det_boxes, margin=float(cfg.get("box_margin", 0.15)))
-        prob = np.maximum(prob, boxes.astype(np.float32))
-    silhouettes = [sil[:, j] for j in range(sil.shape[1])] if sil is not None else None
     thr = float(cfg.get("threshold", 0.5))
-    pm = build_person_masks(prob, silhouettes, threshold=thr, window=int(cfg.get("unflicker", 2)),
-                            grow_pixels=int(cfg.get("grow", 4)), sigma=float(cfg.get("feather", 2.0)))
-    w.write("person_hole", pm.hole)
-    w.write("person_mask", _to_u8(pm.alpha))
-    if pm.track_alphas:
-        w.write("person_track_alphas", np.stack([_to_u8(a) for a in pm.track_alphas], axis=1))
-    if entry.has_array("gt/person_mask"):
-        # segmentation quality: the mask before box filling (q itself is the box-filled superset)
-        raw_mask = person_mask(seg_prob, silhouettes, thr)
-        w.metric(mask_iou=mask_iou(raw_mask, entry.read("gt/person_mask")))
-    w.metric(person_fraction=float(pm.hole.mean()))
+    b = int(cfg.get("unflicker", 2))
+    grow_px = int(cfg.get("grow", 4))
+    sigma = float(cfg.get("feather", 2.0))
+    raw = entry.array("raw")
+    t_len, h, wd = raw.shape[:3]
+    sil_all = entry.array("render/track_masks")
+    n = int(sil_all.shape[1])
+    has_inst = entry.has_array("pose/instances")
+    lut = entry.read("pose/instance_track") if has_inst else None
+    boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+    fill = None
+    if boxes is not None:
+        fill = np.ones(boxes.shape[:2], bool) if cfg.get("box_fill", False) else (
+            entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
+    has_gt = entry.has_array("gt/person_mask")
+    hole_arr = entry.create_array("person_hole", (t_len, h, wd), bool)
+    mask_arr = entry.create_array("person_mask", (t_len, h, wd), np.uint8)
+    track_arr = entry.create_array("person_track_alphas", (t_len, n, h, wd), np.uint8) if n else None
+    segmenter = None
+    inter = union = hole_px = gt_px = 0
+    inst_px = np.zeros(n, np.int64)
+    inst_cov = np.zeros(n, np.int64)
+    for t0 in range(0, t_len, WINDOW):
+        t1 = min(t_len, t0 + WINDOW)
+        a0, a1 = max(0, t0 - b), min(t_len, t1 + b)  # context for unflicker
+        if backend == "gt":
+            prob = entry.read("gt/person_mask", slice(a0, a1)).astype(np.float32)
+        elif backend == "mediapipe" and entry.has_array("pose/person_prob"):
+            prob = entry.read("pose/person_prob", slice(a0, a1)).astype(np.float32) / 255.0  # from pose4d
+        else:
+            segmenter = segmenter or get_segmenter(backend)
+            prob = np.asarray(segmenter.segment(np.asarray(raw[a0:a1])), np.float32)
+        sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
+        owners = [sil[:, j] for j in range(n)]
+        if has_inst and n:
+            inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut)
+            owners = [o | (inst == j) for j, o in enumerate(owners)]
+            core = slice(t0 - a0, t1 - a0)
+            for j in range(n):
+                mine = inst[core] == j
+                inst_px[j] += int(mine.sum())
+                inst_cov[j] += int((mine & grow(sil[core, j], int(cfg.get("replace_margin", 3)))).sum())
+        seg_prob = prob
+        if fill is not None:
+            gb = _gap_boxes(prob.shape, boxes, fill, a0, float(cfg.get("box_margin", 0.15)))
+            prob = np.maximum(prob, gb.astype(np.float32))
+        pm = build_person_masks(prob, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
+                                sigma=sigma)
+        core = slice(t0 - a0, t1 - a0)
+        hole_arr[t0:t1] = pm.hole[core]
+        mask_arr[t0:t1] = _to_u8(pm.alpha[core])
+        if track_arr is not None:
+            track_arr[t0:t1] = np.stack([_to_u8(a[core]) for a in pm.track_alphas], axis=1)
+        hole_px += int(pm.hole[core].sum())
+        if has_gt:
+            gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
+            before = person_mask(seg_prob[core], [o[core] for o in owners] if n else None, thr)
+            inter += int((before & gt).sum())
+            union += int((before | gt).sum())
+            gt_px += int(gt.sum())
+    w.add_written("person_hole")
+    w.add_written("person_mask")
+    if track_arr is not None:
+        w.add_written("person_track_alphas")
+    w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)))
+    if has_inst and n:
+        cov = [inst_cov[j] / inst_px[j] for j in range(n) if inst_px[j] > 0]
+        if cov:
+            w.metric(replaced_min=float(min(cov)), replaced_mean=float(np.mean(cov)))
+    if has_gt:
+        w.metric(mask_iou=inter / union if union else 1.0, removed_ratio=hole_px / gt_px if gt_px else float("nan"))
+
+
+def lut_map(labels: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Raw instance labels (id + 1, 0 = nobody) -> posed track index (-1: nobody or not posed)."""
+    table = np.concatenate([[-1], np.asarray(lut, np.int32)]).astype(np.int32)
+    return table[np.minimum(labels.astype(np.int64), len(table) - 1)]

