@@ -38,3 +38,11 @@ class MissingWeightsError(AnonymaskError):
 
 class NoPersonError(AnonymaskError):
     """No person was found in a video: never pass it through silently."""
+
+
+class AuditError(AnonymaskError):
+    """The self-audit found a real face or body outside avatar pixels: the video is not published."""
+
+
+class UnposablePersonError(AnonymaskError):
+    """A person is visible but cannot be posed, so no avatar can replace them: the video fails."""

@@ -17,7 +17,8 @@ import numpy as np
 from anonymask.storage.inspect import status_report
 from anonymask.storage.store import DatasetStore, VideoEntry
 
-METRIC_NAMES = ("mpjpe_mm", "mask_iou", "background_psnr_db", "person_leak")
+METRIC_NAMES = ("mpjpe_mm", "mask_iou", "background_psnr_db", "person_leak", "tracks", "person_fraction",
+                "render_fraction", "audit_frames", "audit_findings")
 
 
 def _frame_indices(n: int, k: int) -> list[int]:

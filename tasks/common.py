@@ -31,6 +31,7 @@ ORDER = [
     "conditions",
     "refine",
     "reintegrate",
+    "audit",
 ]
 
 

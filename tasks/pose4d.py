@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from anonymask.errors import NoPersonError, UnposablePersonError
 from anonymask.models.pose.keypoints import BODY_JOINTS
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.storage.tracks_io import has_tracks, read_tracks, write_tracks
@@ -53,12 +54,32 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             labels[t0 : t0 + len(lab)] = lab
             prob[t0 : t0 + len(p)] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
-        res = estimate_people(
+        from anonymask.models.pose.discover import paint
+
+        raw = entry.array("raw")
+
+        def paint_frame(t, d, tid):  # a person found later, followed back into frame t
+            lab, p = np.asarray(labels[t]), np.asarray(prob[t]).astype(np.float32) / 255.0
+            paint(lab, p, d, tid)
+            labels[t] = lab
+            prob[t] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
+
+        try:
+            res = estimate_people(
             frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
+            read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
+            backfill=bool(cfg.get("backfill", True)),
             min_visible_frames=int(cfg.get("min_visible_frames", 2)), max_gap=int(cfg.get("max_gap", 10)),
             keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", True)),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
-        )
+            )
+        except NoPersonError as err:
+            faces = visible_faces(entry)
+            if faces:
+                raise UnposablePersonError(
+                    f"{entry.video_id}: a person is visible (a face in frames {faces}) but the pose model found no "
+                    f"body to replace them with; the video is not published ({err})") from None
+            raise
         w.add_written("pose/instances")
         w.add_written("pose/person_prob")
         w.write("pose/instance_track", res.instance_track, frame_chunked=False)
@@ -82,6 +103,17 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     w.metric(tracks=len(tracks))
     if has_tracks(entry, "gt/pose") and backend != "gt":
         w.metric(mpjpe_mm=pose_mpjpe(entry, tracks))
+
+
+def visible_faces(entry: VideoEntry, samples: int = 16) -> list[int]:
+    """Frames (of up to ``samples`` spread over the video) where the audit's face detector sees a
+    face: "no person found" must not be said of a video that shows one."""
+    from anonymask.models.audit import get_auditor
+
+    raw = entry.array("raw")
+    faces = get_auditor("face")
+    idx = np.unique(np.linspace(0, raw.shape[0] - 1, min(samples, raw.shape[0])).round().astype(int))
+    return [int(t) for t in idx if faces.detect(np.asarray(raw[int(t)]))]
 
 
 def pose_mpjpe(entry: VideoEntry, fit_tracks: list) -> float:

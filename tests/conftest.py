@@ -47,3 +47,38 @@ def tiny_copy(tiny_dataset, tmp_path):
     dst = tmp_path / "raw"
     shutil.copytree(tiny_dataset, dst)
     return dst
+
+
+# ---------------------------------------------------------------- real footage (Pose2Sim's wheel)
+import importlib.util  # noqa: E402
+from functools import lru_cache  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+def pose2sim_video(name: str = "Demo_MultiPerson/videos/cam02.mp4") -> Path:
+    spec = importlib.util.find_spec("Pose2Sim")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("pose2sim is not installed (pip install --no-deps pose2sim==0.10.49)")
+    path = Path(list(spec.submodule_search_locations)[0]) / name
+    if not path.is_file():
+        pytest.skip(f"{path} missing from the pose2sim package")
+    return path
+
+
+@lru_cache(maxsize=4)
+def frames(name: str = "Demo_MultiPerson/videos/cam02.mp4", start: int = 0, n: int = 6, height: int = 480):
+    """n consecutive frames resized so the long side is ``height`` (as ingest does for sample)."""
+    import cv2
+
+    from anonymask.storage.video_io import read_frames
+
+    full = read_frames(pose2sim_video(name), start=start, max_frames=n)
+    h, w = full.shape[1:3]
+    size = (int(round(w * height / h / 2)) * 2, height)
+    return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in full])
+
+
+@pytest.fixture
+def pose2sim_frames():
+    """``pose2sim_frames(name=..., start=0, n=6, height=480)``: real frames, skipped if not installed."""
+    return frames

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from anonymask.models.pose.people import Detection, PeopleDetector, box_iou, merge_detections, same_person, square_tiles
+from anonymask.models.pose.people import (
+    Detection,
+    PeopleDetector,
+    box_iou,
+    merge_detections,
+    same_person,
+    square_tiles,
+)
 
 
 @dataclass
@@ -210,13 +217,46 @@ class PersonDiscovery:
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
-            x0, y0, x1, y1 = d.region
-            sub = best[y0:y1, x0:x1]
-            win = (d.mask >= 0.5) & (d.mask > sub)
-            labels[y0:y1, x0:x1][win] = tid + 1
-            np.maximum(sub, d.mask, out=sub)
+            paint(labels, best, d, tid)
+            d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
         self.t += 1
         return FrameOutput(labels, best)
+
+    def backfill(self, read, t_len: int, window: int = 64, max_frames: int | None = None):
+        """Follow every track that starts after frame 0 backwards in time (ROI tracking on earlier
+        frames): a person found late (a tile keyframe, a turn towards the camera) is removed and
+        replaced from the first frame they are visible. ``read(a, b)`` returns frames a..b-1.
+        Yields (t, detection, raw track id) in decreasing t per track, for the caller to paint."""
+        from anonymask.models.pose.roi import roi_from_landmarks
+
+        if self.roi is None:
+            return
+        for tr in self.tracker.tracks:
+            first = min(tr.frames)
+            if first == 0:
+                continue
+            d0 = tr.frames[first]
+            roi = roi_from_landmarks(d0.kp2d, d0.conf)
+            stop = 0 if max_frames is None else max(0, first - int(max_frames))
+            t = first - 1
+            while roi is not None and t >= stop:
+                a = max(stop, t + 1 - window)
+                frames = read(a, t + 1)
+                for k in range(t - a, -1, -1):
+                    tt = a + k
+                    d, nxt, _ = self.roi.track(frames[k], roi)
+                    others = [o.frames[tt] for o in self.tracker.tracks if o is not tr and tt in o.frames]
+                    if d is None or any(same_person(o, d) for o in others):
+                        roi = None
+                        break
+                    d.source = "back"
+                    tr.frames[tt] = d
+                    self.sources["back"] = self.sources.get("back", 0) + 1
+                    roi = nxt
+                    yield tt, d, tr.tid
+                    d.mask = _NO_MASK
+                t = a - 1
+
 
     def tracks(self, t_len: int):
         """Per raw track: (frames sorted, kp2d (T,33,2), conf (T,33), world (T,33,3), boxes (T,4) NaN)."""
@@ -246,3 +286,15 @@ def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
                 out[t] = (1 - s) * boxes[a] + s * boxes[b]
                 gap[t] = True
     return out, gap
+
+
+_NO_MASK = np.zeros((0, 0), np.float32)
+
+
+def paint(labels: np.ndarray, best: np.ndarray, d: Detection, tid: int) -> None:
+    """Draw a detection's mask into a frame's instance labels (raw id + 1) and person probability."""
+    x0, y0, x1, y1 = d.region
+    sub = best[y0:y1, x0:x1]
+    win = (d.mask >= 0.5) & (d.mask > sub)
+    labels[y0:y1, x0:x1][win] = tid + 1
+    np.maximum(sub, d.mask, out=sub)

@@ -48,6 +48,9 @@ def estimate_people(
     fit: FitConfig | None = None,
     source: str = "video",
     discovery=None,
+    read_frames=None,
+    paint_frame=None,
+    backfill: bool = True,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -58,7 +61,9 @@ def estimate_people(
     A track seen in fewer than ``min_visible_frames`` frames (capped at the video length) is not
     posed: it is counted in ``diagnostics["unconfirmed_tracks"]``, its pixels stay in the person
     probability (so they are removed) and the audit looks at the output. ``result.instance_track``
-    maps raw track ids to posed track indices (-1: unconfirmed).
+    maps raw track ids to posed track indices (-1: unconfirmed). With ``read_frames(a, b)``, tracks
+    that start late are followed backwards (``PersonDiscovery.backfill``) and each earlier detection
+    is handed to ``paint_frame(t, detection, raw id)``.
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -69,6 +74,10 @@ def estimate_people(
         outs = [disc.push(f) for f in frames]
         if write_window is not None:
             write_window(t0, np.stack([o.labels for o in outs]), np.stack([o.prob for o in outs]))
+    if read_frames is not None and backfill:
+        for t, d, tid in disc.backfill(read_frames, t_len):
+            if paint_frame is not None:
+                paint_frame(t, d, tid)
     raw = disc.tracks(t_len)
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)

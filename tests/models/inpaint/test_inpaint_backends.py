@@ -91,3 +91,42 @@ def test_inpainters_validate_inputs():
         get_inpainter("magic")
     with pytest.raises(ValueError):
         get_inpainter("opencv", method="fast")
+
+
+def _static_person_video(t=120, h=24, w=32):
+    """A person standing still (same pixels in every frame) next to one who walks through."""
+    bg = textured_background(h, w, 3)
+    video = np.repeat(bg[None], t, axis=0)
+    hole = np.zeros((t, h, w), bool)
+    video[:, 4:14, 3:9] = (250, 10, 250)  # the static person: magenta, never uncovered
+    hole[:, 2:16, 1:11] = True
+    for i in range(t):
+        x = 12 + (i * 14) // t
+        video[i, 8:20, x:x + 5] = (10, 250, 10)
+        hole[i, 7:21, x - 1:x + 6] = True
+    return bg, video, hole
+
+
+def test_streamed_median_never_copies_a_person_back():
+    from anonymask.models.inpaint.backends import inpaint_stream
+
+    bg, video, hole = _static_person_video()
+    out = np.zeros_like(video)
+    reads = []
+
+    def read(a, b):
+        reads.append(b - a)
+        return video[a:b], hole[a:b]
+
+    def write(t0, frames):
+        out[t0:t0 + len(frames)] = frames
+
+    inpaint_stream(get_inpainter("temporal_median"), read, len(video), write, window=32)
+    assert max(reads) <= 32 + 2 * 16  # bounded by the window and its context
+    # no person colour anywhere in the output; outside the hole the frames are untouched
+    assert not (np.abs(out.astype(int) - (250, 10, 250)).max(-1) < 60).any()
+    assert not (np.abs(out.astype(int) - (10, 250, 10)).max(-1) < 60).any()
+    assert np.array_equal(out[~hole], video[~hole])
+    # the walker's trail is filled from frames where those pixels are background
+    seen = ~hole.all(0)
+    assert psnr(out[:, seen], np.broadcast_to(bg, video.shape)[:, seen], mask=hole[:, seen]) > 30

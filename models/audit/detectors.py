@@ -1,0 +1,196 @@
+"""Self-audit of anonymized frames with detectors independent of the one that found the people.
+
+People are found by MediaPipe's BlazePose detector + pose landmark model (models/pose). The audit
+uses other models, so one model's blind spot is not the audit's:
+- ``face``: MediaPipe's BlazeFace face detectors (short-range and full-range models, shipped in the
+  wheel), on the frame and on a 2x upscale (small faces);
+- ``hog``: OpenCV's HOG + linear SVM pedestrian detector (built into OpenCV, no weights file).
+
+A detection is a *finding* when most of it lies outside the avatar pixels (the render mask, grown
+by a few pixels): a face or body there is real, not an avatar. Detections on avatars are expected.
+Single-frame detections are weak evidence (HOG fires on furniture now and then), so a finding
+counts only when the same place is found in ``min_frames`` audited frames (a person left in the
+video is there frame after frame).
+
+Registry: ``get_auditor(name, **cfg).detect(frame) -> list[(kind, box x0,y0,x1,y1, score)]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+_REGISTRY: dict[str, Callable[..., object]] = {}
+
+
+def register_auditor(name: str):
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def available_auditors() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_auditor(name: str, **cfg):
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown auditor {name!r}; available: {available_auditors()}") from None
+    return factory(**cfg)
+
+
+@register_auditor("face")
+class FaceAuditor:
+    """BlazeFace short-range and full-range (MediaPipe wheel models)."""
+
+    def __init__(self, min_score: float = 0.7, upscale_below: int = 720):
+        import mediapipe as mp
+
+        self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
+                       for s in (0, 1)]
+        self.upscale_below = int(upscale_below)
+        self.min_score = float(min_score)
+        self.last_scores: list[float] = []
+
+    def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        images = [(frame, 1.0)]
+        if max(h, w) < self.upscale_below:
+            images.append((cv2.resize(frame, (2 * w, 2 * h), interpolation=cv2.INTER_LINEAR), 2.0))
+        out = []
+        for img, _ in images:
+            for m in self.models:
+                res = m.process(np.ascontiguousarray(img))
+                for d in res.detections or []:
+                    if float(d.score[0]) < self.min_score:
+                        continue
+                    b = d.location_data.relative_bounding_box
+                    box = np.array([b.xmin * w, b.ymin * h, (b.xmin + b.width) * w, (b.ymin + b.height) * h], np.float32)
+                    out.append(("face", box, float(d.score[0])))
+                    self.last_scores.append(float(d.score[0]))
+        return out
+
+
+@register_auditor("hog")
+class HogAuditor:
+    """OpenCV's default HOG people detector (64x128 window), on a 2x upscale of small frames."""
+
+    def __init__(self, hit_threshold: float = 0.5, upscale_below: int = 720):
+        self.hog = cv2.HOGDescriptor()
+        self.hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
+        self.hit_threshold = float(hit_threshold)
+        self.upscale_below = int(upscale_below)
+
+    def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        s = 2.0 if max(h, w) < self.upscale_below else 1.0
+        gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        if s != 1.0:
+            gray = cv2.resize(gray, (int(w * s), int(h * s)), interpolation=cv2.INTER_LINEAR)
+        if gray.shape[0] < 128 or gray.shape[1] < 64:  # smaller than the detector's window
+            return []
+        rects, weights = self.hog.detectMultiScale(gray, hitThreshold=self.hit_threshold, winStride=(8, 8),
+                                                   padding=(8, 8), scale=1.05)
+        out = []
+        for (x, y, bw, bh), sc in zip(rects, np.ravel(weights)):
+            # the default detector's window has ~1/8 margin around the person on each side
+            box = np.array([x + bw / 8, y + bh / 10, x + bw * 7 / 8, y + bh * 9 / 10], np.float32) / s
+            out.append(("body", box, float(sc)))
+        return out
+
+
+@dataclass
+class AuditFinding:
+    kind: str  # face / body
+    frames: list[int]
+    box: list[float]  # in the first frame it was found
+    score: float
+    outside: float  # share of the box outside avatar pixels
+
+
+@dataclass
+class AuditReport:
+    frames_checked: int = 0
+    detections: int = 0
+    on_avatars: int = 0
+    findings: list[AuditFinding] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+    def summary(self) -> str:
+        if self.passed:
+            return f"audit passed: {self.frames_checked} frames checked, {self.detections} detections, all on avatars"
+        parts = [f"{f.kind} at x={f.box[0]:.0f}..{f.box[2]:.0f}, y={f.box[1]:.0f}..{f.box[3]:.0f} in frames "
+                 f"{_ranges(f.frames)} ({f.outside:.0%} outside avatar pixels)" for f in self.findings]
+        return "audit: real person visible outside avatar pixels: " + "; ".join(parts)
+
+
+def _ranges(frames: list[int]) -> str:
+    frames = sorted(frames)
+    if len(frames) > 6:
+        return f"{frames[0]}..{frames[-1]} ({len(frames)} checked)"
+    return ",".join(str(f) for f in frames)
+
+
+def _iou(a, b) -> float:
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / ua) if ua > 0 else 0.0
+
+
+def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -> float:
+    """Share of the box's central part (``inner`` of its size cut off each side: detector boxes
+    include background around a face or body) whose pixels are not synthetic (avatar)."""
+    h, w = synthetic.shape
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    box = np.array([box[0] + inner * bw, box[1] + inner * bh, box[2] - inner * bw, box[3] - inner * bh])
+    x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+    x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    return float(1.0 - synthetic[y0:y1, x0:x1].mean())
+
+
+def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
+                 min_frames: dict[str, int] | None = None, avatar_grow: int = 3) -> AuditReport:
+    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool) triples; see the module docstring."""
+    need = {"face": 2, "body": 3, **(min_frames or {})}
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
+    rep = AuditReport()
+    groups: list[dict] = []  # candidate findings: kind, box, frames, score, outside
+    for t, frame, avatar in frames:
+        rep.frames_checked += 1
+        syn = avatar.astype(np.uint8)
+        if kernel is not None:
+            syn = cv2.dilate(syn, kernel)
+        syn = syn.astype(np.float32)
+        for a in auditors:
+            for kind, box, score in a.detect(frame):
+                rep.detections += 1
+                out = outside_share(box, syn)
+                if out < min_outside:
+                    rep.on_avatars += 1
+                    continue
+                g = next((g for g in groups if g["kind"] == kind and _iou(g["last"], box) > 0.3), None)
+                if g is None:
+                    groups.append({"kind": kind, "box": box, "last": box, "frames": [t], "score": score, "outside": out})
+                elif t not in g["frames"]:
+                    g["frames"].append(t)
+                    g["last"] = box
+                    g["score"] = max(g["score"], score)
+    for g in groups:
+        if len(g["frames"]) >= min(need.get(g["kind"], 2), max(1, rep.frames_checked)):
+            rep.findings.append(AuditFinding(g["kind"], sorted(g["frames"]), [float(v) for v in g["box"]],
+                                             float(g["score"]), float(g["outside"])))
+    return rep

@@ -1,0 +1,46 @@
+"""Stage ``audit``: an independent detector scans the final video (privacy invariant 10).
+
+Face and body detectors that differ from the one that found the people (models/audit) run on every
+``every``-th frame of ``anonymized``; a face or body found mostly outside the avatar pixels
+(``render/mask``) in several audited frames fails the video with an :class:`AuditError` that names
+the frames. Metrics: ``audit_frames``, ``audit_detections``, ``audit_on_avatars``,
+``audit_findings`` and ``audit_passed``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from anonymask.errors import AuditError
+from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
+from anonymask.tasks.common import stage
+
+
+def _sampled(entry: VideoEntry, every: int):
+    anon, avatar = entry.array("anonymized"), entry.array("render/mask")
+    t_len = anon.shape[0]
+    for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
+        frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
+        masks = np.asarray(avatar[t0 : t0 + CLIP_FRAMES]).astype(bool)
+        for k in range(len(frames)):
+            t = t0 + k
+            if t % every == 0 or t == t_len - 1:
+                yield t, frames[k], masks[k]
+
+
+@stage("audit", deps=("reintegrate", "render"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
+def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+    from anonymask.models.audit import audit_frames, get_auditor
+
+    auditors = [get_auditor(name) for name in cfg.get("detectors", ["face", "hog"])]
+    rep = audit_frames(_sampled(entry, max(1, int(cfg.get("every", 4)))), auditors,
+                       min_outside=float(cfg.get("min_outside", 0.6)),
+                       min_frames={"face": int(cfg.get("min_face_frames", 2)), "body": int(cfg.get("min_body_frames", 3))})
+    w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
+             audit_findings=len(rep.findings), audit_passed=float(rep.passed))
+    if rep.findings:
+        w.metric(audit_report=[f.__dict__ for f in rep.findings])
+        if cfg.get("fail", True):
+            raise AuditError(f"{entry.video_id}: {rep.summary()}")

@@ -1,0 +1,92 @@
+"""Multi-person discovery on real footage: Pose2Sim's two-person lab view (a woman seen from
+behind in the foreground, a man walking; a masked bystander stands at the back)."""
+
+import numpy as np
+
+from anonymask.models.pose.discover import OnlineTracker, PersonDiscovery, fill_gaps
+from anonymask.models.pose.people import Detection, PeopleDetector, pose_landmarker_bundle, square_tiles
+from anonymask.models.pose.roi import RoiLandmarker, roi_from_landmarks
+
+
+def _det(box, shift=0.0):
+    box = np.asarray(box, np.float32)
+    kp = np.zeros((33, 2), np.float32)
+    kp[:, 0] = np.linspace(box[0], box[2], 33) + shift
+    kp[:, 1] = np.linspace(box[1], box[3], 33)
+    return Detection(box, kp, np.ones(33, np.float32), np.zeros((33, 3), np.float32),
+                     np.ones((4, 4), np.float32), (0, 0, 4, 4), 1.0)
+
+
+def test_bundle_is_a_task_file_built_from_the_wheel_models():
+    import io
+    import zipfile
+
+    z = zipfile.ZipFile(io.BytesIO(pose_landmarker_bundle()))
+    assert set(z.namelist()) == {"pose_detector.tflite", "pose_landmarks_detector.tflite"}
+
+
+def test_detector_finds_both_people_with_separate_instance_masks(pose2sim_frames):
+    f = pose2sim_frames()[0]
+    dets = PeopleDetector().detect(f)
+    assert len(dets) == 2
+    h, w = f.shape[:2]
+    masks = [d.full_mask(h, w) >= 0.5 for d in dets]
+    for d, m in zip(dets, masks):
+        assert m.sum() > 0.02 * h * w  # a person, not a speck
+        ys, xs = np.nonzero(m)
+        assert d.box[0] <= xs.min() and xs.max() < d.box[2] + 1 and d.box[1] <= ys.min()
+    assert (masks[0] & masks[1]).sum() < 0.1 * min(masks[0].sum(), masks[1].sum())
+    # the woman (left, seen from behind) and the man (right)
+    centres = sorted(float((d.box[0] + d.box[2]) / 2) for d in dets)
+    assert centres[0] < 0.4 * w < centres[1]
+
+
+def test_roi_landmarker_follows_a_person_without_the_detector(pose2sim_frames):
+    fr = pose2sim_frames()
+    d0 = max(PeopleDetector().detect(fr[0]), key=lambda d: d.box[0])  # the man
+    roi = roi_from_landmarks(d0.kp2d, d0.conf)
+    lm = RoiLandmarker()
+    for f in fr[1:]:
+        d, roi, flag = lm.track(f, roi)
+        assert d is not None and flag >= 0.5
+    from anonymask.models.pose.people import box_iou
+
+    assert box_iou(d.box, d0.box) > 0.5
+    # an empty region is not a person
+    blank, _, flag = lm.track(np.full_like(fr[0], 128), roi)
+    assert blank is None and flag < 0.5
+
+
+def test_discovery_tracks_both_people_in_every_frame(pose2sim_frames):
+    fr = pose2sim_frames()
+    disc = PersonDiscovery(keyframe_every=100)
+    outs = [disc.push(f) for f in fr]
+    raw = disc.tracks(len(fr))
+    long = [r for r in raw if len(r[0]) == len(fr)]
+    assert len(long) == 2, [len(r[0]) for r in raw]
+    for o in outs:
+        ids = set(np.unique(o.labels).tolist()) - {0}
+        assert len(ids) == 2
+        assert o.prob.max() > 0.9
+
+
+def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
+    tr = OnlineTracker(max_gap=3)
+    a, b = [10, 10, 50, 100], [200, 10, 240, 100]
+    assert tr.update(0, [_det(a), _det(b)]) == [0, 1]
+    assert tr.update(1, [_det(b)]) == [1]
+    assert tr.update(3, [_det([12, 10, 52, 100]), _det(b)]) == [0, 1]  # back after 2 missed frames
+    assert tr.update(9, [_det(a)]) == [2]  # gone too long: a new track
+    boxes = np.full((5, 4), np.nan, np.float32)
+    boxes[0], boxes[3] = a, [13, 10, 53, 100]
+    filled, gap = fill_gaps(boxes, max_gap=3)
+    assert gap.tolist() == [False, True, True, False, False]
+    assert np.allclose(filled[1], [11, 10, 51, 100]) and np.isnan(filled[4]).all()
+
+
+def test_tiles_cover_the_frame():
+    tiles = square_tiles(480, 272, 0.6)
+    cover = np.zeros((480, 272), bool)
+    for x, y, s in tiles:
+        cover[y:y + s, x:x + s] = True
+    assert cover.all() and all(s == 163 for _, _, s in tiles)
