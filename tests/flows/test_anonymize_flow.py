@@ -69,7 +69,7 @@ def test_end_to_end_resume_and_config_change(prefect_api, tiny_copy, tmp_path):
     after = finished_at(str(store))
     for (vid, stage), t in before.items():
         changed = after[(vid, stage)] != t
-        downstream = stage in ("inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate")
+        downstream = stage in ("inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate", "audit")
         assert changed == downstream, (vid, stage)
 
 
