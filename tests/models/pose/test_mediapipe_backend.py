@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anonymask.models.pose.estimate import estimate_mediapipe
+from anonymask.models.pose.estimate import estimate_people
 from anonymask.models.pose.fit import FitConfig
 
 
@@ -24,22 +24,26 @@ def _demo_video() -> Path:
 def test_mediapipe_backend_on_real_video(body):
     import cv2
 
-    from anonymask.models.segment.backends import get_segmenter
     from anonymask.storage.video_io import read_frames
 
-    # frames 95-110: one person walking across the lawn (the other, backlit on the box, is not
-    # segmented by either mediapipe model)
+    # frames 95-110: one person walking across the lawn, one standing on the box
     full = read_frames(_demo_video(), start=95, step=5, max_frames=4)
     assert full.shape[0] == 4
     h, w = full.shape[1:3]
     size = (480, int(round(h * 480 / w / 2)) * 2)  # ~480 wide, even height
     frames = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in full])
+    written = {}
+
+    def write(t0, labels, prob):
+        written[t0] = (labels, prob)
+
     start = time.perf_counter()
-    # the pose model's mask: the default selfie model finds no full-body person this small (max prob < 0.6)
-    prob = get_segmenter("mediapipe", model="pose").segment(frames)
-    res = estimate_mediapipe(frames, prob, body.rest_joints(), fit=FitConfig(iterations=60), source="demo.mp4")
+    res = estimate_people([(0, frames[:2]), (2, frames[2:])], frames.shape[:3], body.rest_joints(), write,
+                          fit=FitConfig(iterations=60), source="demo.mp4", tiles=True, keyframe_every=2)
     seconds = time.perf_counter() - start
+    assert sorted(written) == [0, 2] and written[0][0].shape == (2,) + frames.shape[1:3]
     assert len(res.tracks) >= 1
+    assert res.instance_track is not None and (res.instance_track >= 0).sum() == len(res.tracks)
     main = res.tracks[0]
     assert main.valid.sum() >= 2
     joints = body.pose_track(main).joints[main.valid]
@@ -53,3 +57,7 @@ def test_mediapipe_backend_on_real_video(body):
     pad = 0.25 * (box[:, 3] - box[:, 1])
     assert np.all((uv[:, 0] > box[:, 0] - pad) & (uv[:, 0] < box[:, 2] + pad))
     assert np.all((uv[:, 1] > box[:, 1] - pad) & (uv[:, 1] < box[:, 3] + pad))
+    # every posed person's pixels are labelled in the frames they were seen
+    labels = np.concatenate([written[0][0], written[2][0]])
+    raw_ids = np.nonzero(res.instance_track == 0)[0]
+    assert np.isin(labels[main.valid], raw_ids + 1).any(axis=(1, 2)).all()
