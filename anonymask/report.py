@@ -196,8 +196,9 @@ def plot_table(path: Path, dataset: str, table: dict[str, Any]) -> None:
         xs = [e for e in finite if e in r["cells"]]
         ys = [100 * r["cells"][e][0] for e in xs]
         errs = [100 * r["cells"][e][1] for e in xs]
+        style = ":" if r["row"] == "Real*" else "--" if "paper" in r["method"] else "-." if "[" in r["method"] else "-"
         ax.errorbar(xs, ys, yerr=errs, marker=markers.get(r["row"], "x"), color=colors.get(r["mode"]),
-                    ls="-" if r["row"] != "Real*" else ":", capsize=2, label=label)  # fmt: skip
+                    ls=style, capsize=2, label=label)  # fmt: skip
     if finite:
         ax.set_xscale("log")
         ax.set_xticks(finite)
