@@ -175,10 +175,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from anonymask.config import parse_overrides
     from anonymask.flows.train import train
+    from anonymask.train_config import SettingsError, train_settings
 
+    try:  # checked before the flow starts: a typo is one line, not a failed run
+        overrides = parse_overrides(args.set)
+        train_settings(args.mode, args.dataset, epsilon=args.epsilon, variant=args.variant,
+                       mask_source=args.mask_source, overrides=overrides)  # fmt: skip
+    except (SettingsError, ValueError) as err:
+        print(f"anonymask train: error: {err}", file=sys.stderr)
+        return 2
     state = train(
         mode=args.mode, dataset=args.dataset, store=args.store, epsilon=args.epsilon, variant=args.variant,
-        mask_source=args.mask_source, overrides=parse_overrides(args.set), run_name=args.run_name,
+        mask_source=args.mask_source, overrides=overrides, run_name=args.run_name,
         runs_dir=args.runs_dir, until_epoch=args.until_epoch, progress_bar=not args.no_progress,
         return_state=True,
     )  # fmt: skip
@@ -296,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mask-source", default=None, choices=["r", "q", "none", "auto"],
                    help="public pixel mask (auto: MaskDP on real uses q = Real*, else r)")
     s.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="settings of anonymask/train_config.py, e.g. epochs=20 batch_size=64 size=[112,112]")
+                   help="any TrainSettings field (models/action/settings.py), e.g. epochs=20 batch_size=64 size=[112,112]")
     s.add_argument("--run-name", default=None, help="run folder name (default from the settings)")
     s.add_argument("--runs-dir", default=None, help="default $ANONYMASK_DATA/runs")
     s.add_argument("--until-epoch", type=int, default=None, help="stop after this epoch (resume later)")

@@ -20,9 +20,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from anonymask.models.action.run import MODE_LABELS
+
 ROW_ORDER = ("Real", "Real*", "Render", "Rend.+Diff")
 MODE_ORDER = ("nonprivate", "dpsgd", "maskdp", "fpdp")
-MODE_LABELS = {"nonprivate": "Non-private", "dpsgd": "DP-SGD", "maskdp": "MaskDP", "fpdp": "FP-DP"}
+
 METRICS = ("top1", "mean_class_acc", "clip_top1")
 
 

@@ -15,14 +15,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from anonymask.tasks.train import (
-    build_cache_task,
-    evaluate_task,
-    fit_task,
-    prepare_run_dir,
-    report_task,
-)
-from anonymask.train_config import default_run_name, train_settings
+from anonymask.storage.runs import prepare_run_dir
+from anonymask.tasks.train import build_cache_task, evaluate_task, fit_task, report_task
+from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 
 def default_runs_dir() -> Path:
@@ -48,8 +43,8 @@ def train(
     """Train ``mode`` (nonprivate, dp, maskdp, fpdp) on ``dataset``'s store.
 
     ``variant``: real | render | rend_diff (default: the dataset's); ``mask_source``: r | q | none |
-    auto (MaskDP on ``real`` uses q: the paper's Real* row); ``overrides``: any setting of
-    anonymask/train_config.py; ``until_epoch``: stop after that epoch (the schedule stays the full
+    auto (MaskDP on ``real`` uses q: the paper's Real* row); ``overrides``: any field of
+    ``TrainSettings`` (models/action/settings.py), checked before any work; ``until_epoch``: stop after that epoch (the schedule stays the full
     run's; a later call continues). Returns the metrics and the run folder.
     """
     from anonymask.paths import default_store
@@ -61,8 +56,8 @@ def train(
     name = run_name or default_run_name(settings)
     run_dir = Path(runs_dir) if runs_dir else default_runs_dir()
     run_dir = run_dir / name
-    prepare_run_dir(run_dir, settings, store_url)
-    logger.info("run %s: %s on %s (%s), store %s", name, settings["mode"], dataset, settings["variant"], store_url)
+    prepare_run_dir(run_dir, settings.to_json_dict(), settings_hash(settings), store_url)
+    logger.info("run %s: %s on %s (%s), store %s", name, settings.mode.value, dataset, settings.variant, store_url)
 
     caches = build_cache_task(settings, store_url)
     fit = fit_task(settings, store_url, str(run_dir), caches, until_epoch=until_epoch, progress_bar=progress_bar)

@@ -10,10 +10,11 @@ import statistics
 import pytest
 import torch
 
+from anonymask.models.action.run import build_caches, evaluate_run, fit_run, write_result
 from anonymask.models.action.synthetic import make_synthetic_store
 from anonymask.report import accuracy_table, collect_runs, epsilon_column, method_label, write_report
-from anonymask.tasks.train import build_caches, evaluate_run, fit_run, prepare_run_dir, write_result
-from anonymask.train_config import default_run_name, train_settings
+from anonymask.storage.runs import prepare_run_dir
+from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4,
         "sampling_seed": 0, "compare_accountants": []}  # fmt: skip
@@ -33,7 +34,7 @@ def _train(store: str, runs_dir, mode, eps, variant, seed, extra=None, until=Non
     s = train_settings(mode, "synthetic", epsilon=eps, variant=variant,
                        overrides=dict(TINY, seed=seed, noise_seed=seed, epochs=2 if until else 1, **(extra or {})))  # fmt: skip
     run_dir = runs_dir / default_run_name(s)
-    prepare_run_dir(run_dir, s, store)
+    prepare_run_dir(run_dir, s.to_json_dict(), settings_hash(s), store)
     caches = build_caches(s, store)
     fit = fit_run(s, store, str(run_dir), caches, until_epoch=until)
     write_result(str(run_dir), evaluate_run(s, store, str(run_dir), caches, fit))

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import torch
 
+from anonymask.models.action.clips import ClipDataset
+from anonymask.models.action.feature_cache import build_feature_cache
 from anonymask.models.action.mvit import build_action_model
+from anonymask.models.action.settings import TrainSettings
 from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.trainer import TrainConfig, Trainer
-from anonymask.storage.clips import ClipDataset
-from anonymask.storage.feature_cache import build_feature_cache
+from anonymask.models.action.trainer import Trainer
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -50,9 +51,10 @@ def bench_epoch(
         )
         ds = ClipDataset(url, "xsub", "train", "rend_diff", "r", clip_len=clip_len, frame_stride=1, size=size)
         model = build_action_model(num_classes, arch=arch, trainable=trainable)
-        cfg = TrainConfig(
-            mode=mode, epochs=2, batch_size=batch_size, device=str(dev), noise_multiplier=1.0,
-            noise_seed=0, sampling_seed=0, log_every=10**9, fpdp_psi="public",
+        cfg = TrainSettings(
+            mode=mode, epochs=2, batch_size=batch_size, device=str(dev), noise_multiplier=1.0, num_workers=0,
+            warmup_epochs=1.0, noise_seed=0, sampling_seed=0, public_seed=1, log_every=10**9, fpdp_psi="public",
+            compare_accountants=(),
         )  # fmt: skip
         variants = {"nonprivate": ("full",), "dpsgd": ("full",), "maskdp": ("private", "public"),
                     "fpdp": ("full", "public")}[mode]  # fmt: skip

@@ -10,7 +10,7 @@ optimizer. ``sampling`` says which batches the strategy expects: "shuffle" (fixe
 batches) or "poisson" (every DP mode; an empty batch is a valid step). DP strategies also take a
 PUBLIC batch (MaskDP, FP-DP), which the trainer draws independently of the private one.
 
-Variants (see storage/feature_cache.py): "full" (the clip), "private" (public tokens zeroed),
+Variants (see models/action/feature_cache.py): "full" (the clip), "private" (public tokens zeroed),
 "public" (private tokens zeroed), "blur_<sigma>" (the clip blurred). When the prefix is frozen
 they are prefix features (cached or computed on the fly); when everything trains they are the
 clip with a token mask, given as (x, token_keep).

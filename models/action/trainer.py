@@ -4,7 +4,7 @@ The loop is mode-agnostic: a gradient strategy (strategies.py) turns each batch 
 gradients, the trainer applies them with SGD (momentum, warmup + cosine schedule), evaluates,
 reports progress and writes resumable checkpoints. Only the trainable tail runs with autograd:
 when the prefix is frozen, clips go through it once per variant without gradients (or its
-features come from the store's cache, see storage/feature_cache.py), and the strategy sees the
+features come from the store's cache, see models/action/feature_cache.py), and the strategy sees the
 tail; when everything trains, the strategy sees the whole model and (clip, token_keep) pairs.
 
 Batches: fixed-size shuffled batches for the non-private mode; Poisson sampling with rate
@@ -31,7 +31,6 @@ import os
 import random
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,83 +39,17 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
+from anonymask.models.action.clips import make_loader
+from anonymask.models.action.feature_cache import feature_key, variant_input
 from anonymask.models.action.metrics import classification_metrics
 from anonymask.models.action.mvit import ActionModel, ActionModelConfig
 from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
+from anonymask.models.action.settings import Mode, TrainSettings, resolve_psi
 from anonymask.models.action.strategies import STRATEGIES, StepBatch
 from anonymask.models.action.token_masks import model_public_tokens
-from anonymask.storage.clips import make_loader
-from anonymask.storage.feature_cache import feature_key, variant_input
 
 CHECKPOINT_FORMAT = "anonymask-action-train-v1"
-MODES = tuple(STRATEGIES)
-
-
-@dataclass
-class TrainConfig:
-    mode: str = "nonprivate"
-    epochs: int = 10
-    batch_size: int = 128  # fixed (non-private) or expected (Poisson, DP modes) batch size
-    lr: float = 0.01
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    warmup_epochs: float = 1.0
-    min_lr_ratio: float = 0.0
-    seed: int = 0
-    num_workers: int = 0
-    device: str | None = None  # default: cuda when present, else cpu
-    amp: bool = True  # bf16 autocast on CUDA (ignored on CPU)
-    micro_batch: int | None = None  # bounds memory: micro-batches (non-private) / vmap chunks (DP)
-    eval_every: int = 1
-    eval_batch_size: int | None = None
-    log_every: int = 10
-    # DP modes
-    max_grad_norm: float = 1.0
-    noise_multiplier: float | None = None  # or calibrate from target_epsilon
-    target_epsilon: float | None = None
-    delta: float = 1e-5
-    accountant: str = "rdp"
-    # accountants reported beside the main one in every checkpoint (None: the other family,
-    # e.g. PLD next to RDP; () for none, which saves ~1-2 s per checkpoint)
-    compare_accountants: tuple[str, ...] | None = None
-    noise_seed: int | None = None  # None: OS entropy (real runs); set for reproducible tests
-    # Poisson sampling must be unpredictable for the subsampling analysis to hold: None draws a
-    # seed from the OS (kept in the checkpoint, so a resumed run continues the same sequence)
-    sampling_seed: int | None = None
-    public_seed: int | None = None  # the public batch's sampler (independent of the private one)
-    adjacency: str | None = None  # None: the mode's own (maskdp: replace, the paper's Definition 2)
-    accounting: str = "sound"  # "paper": MaskDP/FP-DP public term on the private batch (not valid DP)
-    # FP-DP
-    fpdp_k: int = 16
-    fpdp_refresh_every: int = 50
-    # public feature map: "paper_blur" (the paper's blur scaled to the input), "blur_<sigma>" or
-    # "public" (synthetic tokens only)
-    fpdp_psi: str = "paper_blur"
-    fpdp_psi_allow_weak: bool = False  # accept a blur weaker than the paper's (the report says so)
-    fpdp_public_weight: float = 1.0
-    fpdp_public_size: int = 64
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"unknown training mode {self.mode!r}; choose one of {MODES}")
-        if self.batch_size < 1 or self.epochs < 0:
-            raise ValueError("batch_size must be >= 1 and epochs >= 0")
-        if self.accounting not in ("sound", "paper"):
-            raise ValueError(f"accounting must be 'sound' or 'paper', got {self.accounting!r}")
-        if self.accounting == "paper" and self.mode not in ("maskdp", "fpdp"):
-            raise ValueError(f"accounting=paper reproduces MaskDP's / FP-DP's same-batch public term, not {self.mode}")
-        if self.adjacency not in (None, "add_remove", "replace"):
-            raise ValueError(f"adjacency must be add_remove or replace, got {self.adjacency!r}")
-
-
-def resolve_psi(psi: str, size: tuple[int, int] | list[int]) -> str:
-    """``paper_blur`` -> ``blur_<sigma>`` with the paper's blur scaled to ``size`` (3 decimals,
-    rounded up so it never falls below the floor); other names unchanged."""
-    if psi != "paper_blur":
-        return psi
-    from anonymask.models.privacy.fpdp import blur_floor
-
-    return f"blur_{math.ceil(blur_floor(tuple(size)) * 1000) / 1000:g}"
+MODES = tuple(m.value for m in Mode)
 
 
 def _derived_seed(*parts: Any) -> int:
@@ -149,7 +82,7 @@ class Trainer:
         self,
         model: ActionModel,
         train_data: Dataset,
-        config: TrainConfig,
+        config: TrainSettings,
         *,
         eval_data: Dataset | None = None,
         public_data: Dataset | None = None,
@@ -157,7 +90,7 @@ class Trainer:
         checkpoint_path: str | os.PathLike | None = None,
     ):
         self.model = model
-        self.cfg = config
+        self.cfg = config = config.resolved()
         self.train_data = train_data
         self.eval_data = eval_data
         self.progress = progress
@@ -178,7 +111,7 @@ class Trainer:
         self.num_samples = len(train_data)
         self.num_classes = model.config.num_classes
         self.groups: list[list[int]] | None = None
-        if config.mode == "nonprivate":
+        if config.mode == Mode.NONPRIVATE:
             self.num_records = self.num_samples
             self.steps_per_epoch = math.ceil(self.num_samples / config.batch_size)
             self.sample_rate = None
@@ -230,14 +163,12 @@ class Trainer:
     def _build_strategy(self, public_data: Dataset | None):
         cfg = self.cfg
         cls = STRATEGIES[cfg.mode]
-        if cfg.mode == "nonprivate":
+        if cfg.mode == Mode.NONPRIVATE:
             return cls(micro_batch=cfg.micro_batch)
-        from anonymask.models.privacy.mechanism import mode_spec
-
         if cfg.accounting == "paper":  # Theorem 1 of the MaskDP paper: RDP, add/remove, sensitivity C
             accountant, adjacency = "rdp", "add_remove"
         else:
-            accountant, adjacency = cfg.accountant, cfg.adjacency or mode_spec(cfg.mode).default_adjacency
+            accountant, adjacency = cfg.accountant, cfg.adjacency
         sigma = cfg.noise_multiplier
         if sigma is None:
             if cfg.target_epsilon is None:
@@ -247,7 +178,7 @@ class Trainer:
             sigma = sigma_for_epsilon(self.sample_rate, self.total_steps, cfg.target_epsilon, cfg.delta, accountant,
                                       adjacency=adjacency)  # fmt: skip
         source = self._mask_source()
-        if cfg.mode == "maskdp" and source is None:
+        if cfg.mode == Mode.MASKDP and source is None:
             raise ValueError("MaskDP needs a pixel mask: build the training data with mask_source 'r' (or 'q' for Real*)")
         mask_policy = None
         if source == "r":
@@ -279,7 +210,7 @@ class Trainer:
                 else None
             ),
         )
-        if cfg.mode == "fpdp":
+        if cfg.mode == Mode.FPDP:
             if public_data is None:
                 raise ValueError("FP-DP needs public_data: the subspace is estimated from public samples only")
             psi_variant, psi = self._psi()
@@ -291,7 +222,7 @@ class Trainer:
                 psi=psi,
                 public_weight=cfg.fpdp_public_weight,
             )
-        return cls(cfg.mode, **kw)
+        return cls(cfg.mode.value, **kw)
 
     def _psi(self) -> tuple[str, dict]:
         """FP-DP's public feature variant and its description (a blur at least the paper's)."""
@@ -302,7 +233,7 @@ class Trainer:
             if self._mask_source() is None:
                 raise ValueError("fpdp_psi=public needs a pixel mask (mask_source r)")
             return name, {"kind": "public_tokens", "mask_source": self._mask_source()}
-        from anonymask.storage.feature_cache import blur_sigma
+        from anonymask.models.action.feature_cache import blur_sigma
 
         sigma = blur_sigma(name)
         if sigma is None:
@@ -323,7 +254,7 @@ class Trainer:
     def _public_set(self, public_data: Dataset):
         n = min(self.cfg.fpdp_public_size, len(public_data))
         shapes = public_data.sample_shapes() if hasattr(public_data, "sample_shapes") else None
-        from anonymask.storage.clips import Collate
+        from anonymask.models.action.clips import Collate
 
         raw = Collate(shapes)([public_data[i] for i in range(n)])
         sb = self._step_batch(raw, ("full",))
@@ -443,7 +374,7 @@ class Trainer:
                     self.progress(self._step_event(epoch, res))
             self.epoch = epoch + 1
             record: dict[str, Any] = {"epoch": self.epoch, "step": self.step, "samples": seen}
-            if self.cfg.mode == "nonprivate" and seen:
+            if self.cfg.mode == Mode.NONPRIVATE and seen:
                 record.update(train_loss=loss_sum / seen, train_acc=correct / seen)
             if self.eval_data is not None and (self.epoch % max(cfg.eval_every, 1) == 0 or self.epoch == cfg.epochs):
                 record["eval"] = self.evaluate(self.eval_data)
@@ -494,7 +425,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ privacy report
     def privacy_report(self) -> dict:
-        if self.cfg.mode == "nonprivate":
+        if self.cfg.mode == Mode.NONPRIVATE:
             from anonymask.models.privacy.report import PrivacyReport
 
             return PrivacyReport.nonprivate(self.step, self.fingerprint()).to_dict()
@@ -521,7 +452,7 @@ class Trainer:
             "sampling_seed": self.sampling_seed,  # secret in DP runs: keep checkpoints private
             "public_seed": self.public_seed,
             "history": self.history,
-            "train_config": asdict(self.cfg),
+            "train_config": self.cfg.to_json_dict(),
             "privacy": self.privacy_report(),
             "rng": {
                 "torch": torch.get_rng_state(),
@@ -548,8 +479,8 @@ class Trainer:
             raise ValueError(f"{path}: checkpoint model config differs from this model's")
         if state["frozen_hash"] != self.model.frozen_hash():
             raise ValueError(f"{path}: checkpoint was trained on other frozen weights ({state['weights_id']})")
-        if state["train_config"].get("mode") != self.cfg.mode:
-            raise ValueError(f"{path}: checkpoint mode {state['train_config'].get('mode')!r} != {self.cfg.mode!r}")
+        if state["train_config"].get("mode") != self.cfg.mode.value:
+            raise ValueError(f"{path}: checkpoint mode {state['train_config'].get('mode')!r} != {self.cfg.mode.value!r}")
         own = dict(self.model.named_parameters())
         with torch.no_grad():
             for name, t in state["trainable"].items():

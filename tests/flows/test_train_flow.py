@@ -137,27 +137,27 @@ def test_a_run_folder_belongs_to_one_configuration(prefect_api, store, tmp_path)
 
 def test_paper_defaults_and_overrides():
     ntu = train_settings("maskdp", "ntu", epsilon=1.0)
-    assert (ntu["batch_size"], ntu["max_grad_norm"], ntu["lr"], ntu["epochs"], ntu["warmup_epochs"]) == (
+    assert (ntu.batch_size, ntu.max_grad_norm, ntu.lr, ntu.epochs, ntu.warmup_epochs) == (
         128, 1.0, 0.01, 150, 20)  # fmt: skip
-    assert ntu["delta"] == 1e-6 and ntu["accountant"] == "rdp" and ntu["compare_accountants"] == ["pld"]
-    assert ntu["arch"] == "mvit_v2_s" and ntu["weights"] == "kinetics400" and ntu["trainable"] == "last_blocks_norm"
-    assert ntu["mode"] == "maskdp" and ntu["mask_source"] == "r"
+    assert ntu.delta == 1e-6 and ntu.accountant == "rdp" and ntu.compare_accountants == ("pld",)
+    assert ntu.arch == "mvit_v2_s" and ntu.weights == "kinetics400" and ntu.trainable == "last_blocks_norm"
+    assert ntu.mode == "maskdp" and ntu.mask_source == "r"
     ucf = train_settings("dp", "ucf101")
-    assert ucf["epochs"] == 300 and ucf["delta"] == 1e-5 and ucf["mode"] == "dpsgd" and ucf["mask_source"] is None
-    assert train_settings("nonprivate", "tsh")["epsilon"] == math.inf
-    assert train_settings("maskdp", "tsh", variant="real")["mask_source"] == "q"  # Real*
+    assert ucf.epochs == 300 and ucf.delta == 1e-5 and ucf.mode == "dpsgd" and ucf.mask_source == "none"
+    assert train_settings("nonprivate", "tsh").epsilon == math.inf
+    assert train_settings("maskdp", "tsh", variant="real").mask_source == "q"  # Real*
     demo = train_settings("fpdp", "demo", overrides={"epochs": 3, "size": 40})
-    assert demo["arch"] == "tiny" and demo["epochs"] == 3 and demo["size"] == [40, 40]
-    with pytest.raises(ValueError, match="unknown training setting"):
+    assert demo.arch == "tiny" and demo.epochs == 3 and demo.size == (40, 40)
+    with pytest.raises(ValueError, match="unknown setting 'epoch'"):
         train_settings("dp", "ntu", overrides={"epoch": 3})
     with pytest.raises(ValueError, match="real has no synthetic"):
         train_settings("maskdp", "ntu", variant="real", mask_source="r")
     with pytest.raises(ValueError, match="unknown training mode"):
         train_settings("dpsdg", "ntu")
     # privacy settings: the adjacency each method claims, the paper's accounting only on request
-    assert ntu["adjacency"] == "replace" and ntu["accounting"] == "sound"
-    assert ucf["adjacency"] == "add_remove"
-    assert train_settings("fpdp", "ntu")["fpdp_psi"] == "blur_8.75"  # the paper's blur at 224 px
+    assert ntu.adjacency == "replace" and ntu.accounting == "sound"
+    assert ucf.adjacency == "add_remove"
+    assert train_settings("fpdp", "ntu").fpdp_psi == "blur_8.75"  # the paper's blur at 224 px
     paper = train_settings("maskdp", "ntu", overrides={"accounting": "paper"})
     assert "-maskdp-paper-" in default_run_name(paper)
     with pytest.raises(ValueError, match="accounting=paper"):
@@ -170,6 +170,18 @@ def test_paper_defaults_and_overrides():
     a = default_run_name(train_settings("dp", "demo", epsilon=3))
     assert a == default_run_name(train_settings("dp", "demo", epsilon=3, overrides={"num_workers": 2}))
     assert a != default_run_name(train_settings("dp", "demo", epsilon=3, overrides={"lr": 0.2}))
+
+
+def test_bad_settings_fail_in_one_line_before_any_work(tmp_path):
+
+    for bad, needle in [({"lr": -1}, "'lr'"), ({"size": "big"}, "'size'"), ({"fpdp_psi": "blur_0"}, "'fpdp_psi'"),
+                        ({"batch_size": 0}, "'batch_size'"), ({"noise_multiplier": float("nan")}, "noise_multiplier"),
+                        ({"accountant": "moments"}, "'accountant'"), ({"fpdp_public": "holdout:2"}, "'fpdp_public'")]:
+        with pytest.raises(ValueError, match=needle):
+            train_settings("fpdp", "ntu", overrides=bad)
+    # equivalent settings hash the same (defaults included), a changed value does not
+    assert train_settings("dp", "ntu").run_hash() == train_settings("dp", "ntu", overrides={"lr": 0.01}).run_hash()
+    assert train_settings("dp", "ntu").run_hash() == train_settings("dp", "ntu", overrides={"size": 224}).run_hash()
 
 
 def test_cli_train(prefect_api, store, tmp_path, capsys):

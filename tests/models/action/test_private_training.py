@@ -12,18 +12,19 @@ import math
 import pytest
 import torch
 
+from anonymask.models.action.clips import ClipDataset, Collate
+from anonymask.models.action.feature_cache import build_feature_cache, variant_input
 from anonymask.models.action.mvit import build_action_model
 from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
+from anonymask.models.action.settings import TrainSettings
 from anonymask.models.action.strategies import PrivateStrategy, StepBatch
 from anonymask.models.action.synthetic import make_synthetic_store
 from anonymask.models.action.token_masks import model_public_tokens
-from anonymask.models.action.trainer import TrainConfig, Trainer
+from anonymask.models.action.trainer import Trainer
 from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads
 from anonymask.models.privacy.dpsgd import dpsgd_gradients
 from anonymask.models.privacy.fpdp import PublicSubspace
 from anonymask.models.privacy.mechanism import PrivateStep, private_token_inputs, public_token_inputs
-from anonymask.storage.clips import ClipDataset, Collate
-from anonymask.storage.feature_cache import build_feature_cache, variant_input
 
 
 def maskdp_gradients(model, params, x, y, pub, C, sigma, eb, generator):
@@ -121,9 +122,9 @@ def _dp_cfg(mode, **kw):
     base = dict(mode=mode, epochs=2, batch_size=4, lr=0.05, warmup_epochs=0.0, noise_multiplier=1.0,
                 max_grad_norm=1.0, noise_seed=11, sampling_seed=12, public_seed=13, log_every=1, fpdp_k=4,
                 fpdp_refresh_every=2, fpdp_public_size=6, compare_accountants=(), fpdp_psi="blur_1.5",
-                fpdp_psi_allow_weak=True)  # fmt: skip
+                fpdp_psi_allow_weak=True, num_workers=0, eval_every=1, size=(32, 32))  # fmt: skip
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainSettings(**base)
 
 
 @pytest.mark.parametrize("mode", ["dpsgd", "maskdp", "fpdp"])
@@ -179,9 +180,9 @@ def test_fpdp_needs_public_data_and_dp_modes_need_noise(data):
     model = build_action_model(3, arch="tiny", seed=1)
     with pytest.raises(ValueError, match="public_data"):
         Trainer(model, train, _dp_cfg("fpdp"))
-    with pytest.raises(ValueError, match="noise_multiplier or target_epsilon"):
-        Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None))
-    t = Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None, target_epsilon=8.0, delta=1e-3))
+    with pytest.raises(ValueError, match="finite number > 0"):
+        Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None, epsilon=float("inf")))
+    t = Trainer(model, train, _dp_cfg("dpsgd", noise_multiplier=None, epsilon=8.0, delta=1e-3))
     assert 0 < t.strategy.sigma < 10
     with pytest.raises(ValueError, match="weaker than the paper"):  # the old blur_1 default
         Trainer(model, train, _dp_cfg("fpdp", fpdp_psi="blur_1", fpdp_psi_allow_weak=False), public_data=train)

@@ -7,12 +7,13 @@ import math
 import pytest
 import torch
 
+from anonymask.models.action.clips import ClipDataset
+from anonymask.models.action.feature_cache import build_feature_cache
 from anonymask.models.action.metrics import classification_metrics
 from anonymask.models.action.mvit import build_action_model
+from anonymask.models.action.settings import TrainSettings
 from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.trainer import TrainConfig, Trainer, lr_lambda
-from anonymask.storage.clips import ClipDataset
-from anonymask.storage.feature_cache import build_feature_cache
+from anonymask.models.action.trainer import Trainer, lr_lambda
 
 CLIP = dict(clip_len=8, frame_stride=1, size=(32, 32), clips_per_video=1)
 
@@ -32,9 +33,10 @@ def data(store_url):
 
 
 def _cfg(**kw):
-    base = dict(epochs=2, batch_size=4, lr=0.1, warmup_epochs=0.5, log_every=1)
+    base = dict(epochs=2, batch_size=4, lr=0.1, warmup_epochs=0.5, log_every=1, num_workers=0, eval_every=1,
+                compare_accountants=())  # fmt: skip
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainSettings(**base)
 
 
 def _params(model):

@@ -31,10 +31,10 @@ from torch.utils.data import Dataset, Subset
 from zarr.codecs import ZstdCodec
 
 from anonymask.errors import StoreError
+from anonymask.models.action.clips import ClipDataset, Collate, make_loader
 from anonymask.models.action.mvit import ActionModel
 from anonymask.models.action.prefix import FrozenPrefix
 from anonymask.models.action.token_masks import model_public_tokens
-from anonymask.storage.clips import ClipDataset, Collate, make_loader
 from anonymask.storage.hashing import combine_hashes, config_hash
 from anonymask.storage.store import DatasetStore
 

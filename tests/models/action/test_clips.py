@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from anonymask.errors import DatasetError
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.storage.clips import (
+from anonymask.models.action.clips import (
     KINETICS_MEAN,
     KINETICS_STD,
     ClipDataset,
@@ -17,6 +16,7 @@ from anonymask.storage.clips import (
     make_loader,
     resize_clip,
 )
+from anonymask.models.action.synthetic import make_synthetic_store
 from anonymask.storage.store import DatasetStore
 
 

@@ -6,17 +6,17 @@ import pytest
 import torch
 
 from anonymask.errors import StoreError
-from anonymask.models.action.mvit import build_action_model
-from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.token_masks import model_public_tokens
-from anonymask.storage.clips import ClipDataset, Collate
-from anonymask.storage.feature_cache import (
+from anonymask.models.action.clips import ClipDataset, Collate
+from anonymask.models.action.feature_cache import (
     FeatureCache,
     build_feature_cache,
     cache_key,
     feature_key,
 )
+from anonymask.models.action.mvit import build_action_model
+from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
+from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.models.action.token_masks import model_public_tokens
 from anonymask.storage.store import DatasetStore
 
 
