@@ -31,10 +31,8 @@ def anonymize_deployments() -> list[Any]:
 
 
 def train_deployments() -> list[Any]:
-    try:
-        from anonymask.flows.train import train
-    except ImportError:  # training flow not installed in this build
-        return []
+    from anonymask.flows.train import train
+
     return [
         train.to_deployment(
             name=f"{mode}-{ds}",
@@ -47,13 +45,15 @@ def train_deployments() -> list[Any]:
     ]
 
 
+def skeleton_deployments() -> list[Any]:
+    from anonymask.flows.skeleton import train_skeleton_anon
+
+    return [
+        train_skeleton_anon.to_deployment(name=f"skeleton-anon-{ds}", parameters={"dataset": ds},
+                                          tags=["train", "skeleton", ds])  # fmt: skip
+        for ds in TRAIN_DATASETS
+    ]
+
+
 def all_deployments() -> list[Any]:
-    return anonymize_deployments() + train_deployments() + extra_deployments()
-
-
-def extra_deployments() -> list[Any]:
-    try:
-        from anonymask.flows.skeleton import skeleton_deployments
-    except ImportError:
-        return []
-    return skeleton_deployments()
+    return anonymize_deployments() + train_deployments() + skeleton_deployments()

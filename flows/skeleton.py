@@ -18,13 +18,17 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 
 
+def _floats(text: str | list[float]) -> list[float]:
+    return [float(v) for v in text.split(",") if v.strip()] if isinstance(text, str) else [float(v) for v in text]
+
+
 @task(name="export-skeletons", cache_policy=NONE, persist_result=False)
 def export_task(source: str, store_url: str, out: str, length: int) -> str:
     import numpy as np
 
     path = Path(out) / "skeletons.npz"
     if source == "store":
-        from anonymask.storage.skeleton_export import export_skeletons
+        from anonymask.models.skeleton.export import export_skeletons
 
         data = export_skeletons(store_url, length=length)
     elif source == "toy":
@@ -39,10 +43,11 @@ def export_task(source: str, store_url: str, out: str, length: int) -> str:
 
 
 @task(name="adversarial-training", cache_policy=NONE, persist_result=False)
-def experiment_task(npz: str, out: str, args: list[str]) -> list[dict[str, Any]]:
-    from anonymask.models.skeleton.cli import main
+def experiment_task(npz: str, out: str, options: dict[str, Any]) -> list[dict[str, Any]]:
+    from anonymask.models.skeleton.cli import load_arrays, run_and_write
 
-    return [{k: v for k, v in r.items() if k != "anonymizer_state"} for r in main(["--data", npz, "--out", out, *args])]
+    results = run_and_write(load_arrays(npz, None), out, log=get_run_logger().info, **options)
+    return [{k: v for k, v in r.items() if k != "anonymizer_state"} for r in results]
 
 
 @flow(name="train-skeleton-anon", persist_result=False)
@@ -66,21 +71,11 @@ def train_skeleton_anon(
     store_url = store or str(default_store(dataset))
     out_dir = out or str(data_root() / "runs" / f"skeleton-anon-{dataset}")
     npz = export_task(source, store_url, out_dir, length)
-    args = ["--alphas", alphas, "--betas", betas, "--epochs", str(epochs), "--adv-epochs", str(adv_epochs),
-            "--anonymizer", anonymizer, "--length", str(length), "--device", device]
-    results = experiment_task(npz, out_dir, args)
+    options = dict(alphas=_floats(alphas), betas=_floats(betas), epochs=epochs, adv_epochs=adv_epochs,
+                   anonymizer=anonymizer, length=length, device=device)  # fmt: skip
+    results = experiment_task(npz, out_dir, options)
     table = results_table_markdown(results)
     create_markdown_artifact(key=f"skeleton-anon-{dataset}".lower().replace("_", "-"), markdown=table)
     best = select_best(results)
     logger.info("selected: %s", json.dumps({k: best.get(k) for k in ("method", "alpha", "beta", "action_acc", "reid_acc")}))
     return {"out": out_dir, "best": {k: v for k, v in best.items() if isinstance(v, (int, float, str))}}
-
-
-def skeleton_deployments() -> list[Any]:
-    from anonymask.deploy.deployments import TRAIN_DATASETS
-
-    return [
-        train_skeleton_anon.to_deployment(name=f"skeleton-anon-{ds}", parameters={"dataset": ds},
-                                          tags=["train", "skeleton", ds])
-        for ds in TRAIN_DATASETS
-    ]

@@ -60,6 +60,41 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != "anonymizer_state"}
 
 
+def run_and_write(
+    data: dict[str, np.ndarray],
+    out: str | Path,
+    *,
+    alphas: list[float] = (1.0, 3.0),
+    betas: list[float] = (10.0, 30.0),
+    sigmas: list[float] = (0.02, 0.05, 0.1),
+    anonymizer: str = "mlp",
+    epochs: int = 20,
+    adv_epochs: int = 40,
+    length: int = 32,
+    lr_anon: float = 3e-3,
+    lr_priv: float = 1e-3,
+    test_fraction: float = 0.34,
+    seed: int = 0,
+    device: str = "cpu",
+    log=print,
+) -> list[dict[str, Any]]:
+    """Run the experiment on ``data`` and write results.json/.md, tradeoff.png, anonymizer_best.pt."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = run_skeleton_experiment(
+        data["sequences"], data["actions"], data["subjects"], data.get("genders"),
+        alphas=list(alphas), betas=list(betas), sigmas=list(sigmas), epochs=epochs, adv_epochs=adv_epochs,
+        seed=seed, length=length, test_fraction=test_fraction, anonymizer=anonymizer, lr_anon=lr_anon,
+        lr_priv=lr_priv, classifier=ClassifierConfig(epochs=epochs), keep_states=True, log=log, device=device,
+    )  # fmt: skip
+    (out / "results.json").write_text(json.dumps([_jsonable(r) for r in results], indent=2))
+    (out / "results.md").write_text(results_table_markdown(results))
+    plot_tradeoff(results, out / "tradeoff.png")
+    if any(r["method"] == "adversarial" for r in results):
+        save_anonymizer(out / "anonymizer_best.pt", select_best(results))
+    return results
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     p = argparse.ArgumentParser(prog="python -m anonymask.models.skeleton.cli", description=__doc__.split("\n")[0])
     p.add_argument("--data", default="synthetic", help="'synthetic' or an .npz file")
@@ -85,23 +120,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.threads:
         torch.set_num_threads(args.threads)
     data = load_arrays(args.data, args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    results = run_skeleton_experiment(
-        data["sequences"], data["actions"], data["subjects"], data.get("genders"),
-        alphas=args.alphas, betas=args.betas, sigmas=args.sigmas, epochs=args.epochs,
-        adv_epochs=args.adv_epochs, seed=args.seed, length=args.length, test_fraction=args.test_fraction,
-        anonymizer=args.anonymizer, lr_anon=args.lr_anon, lr_priv=args.lr_priv,
-        classifier=ClassifierConfig(epochs=args.epochs), keep_states=True, log=print,
-        device=args.device,
-    )
-    (out / "results.json").write_text(json.dumps([_jsonable(r) for r in results], indent=2))
-    (out / "results.md").write_text(results_table_markdown(results))
-    plot_tradeoff(results, out / "tradeoff.png")
-    if any(r["method"] == "adversarial" for r in results):
-        save_anonymizer(out / "anonymizer_best.pt", select_best(results))
+    results = run_and_write(
+        data, args.out, alphas=args.alphas, betas=args.betas, sigmas=args.sigmas, anonymizer=args.anonymizer,
+        epochs=args.epochs, adv_epochs=args.adv_epochs, length=args.length, lr_anon=args.lr_anon,
+        lr_priv=args.lr_priv, test_fraction=args.test_fraction, seed=args.seed, device=args.device,
+    )  # fmt: skip
     print(results_table_markdown(results))
-    print(f"wrote {out}")
+    print(f"wrote {args.out}")
     return results
 
 
