@@ -101,7 +101,12 @@ def _model_spec(model: ActionModel) -> dict[str, Any]:
 
 
 def cache_key(
-    model: ActionModel, dataset: ClipDataset, *, precision: str = "float32", split: int | None = None
+    model: ActionModel,
+    dataset: ClipDataset,
+    *,
+    precision: str = "float32",
+    split: int | None = None,
+    storage_dtype: str = "float32",
 ) -> str:
     """Hash of everything a cached feature depends on: the prefix weights (content hash), model
     config, split point, clip spec + clip list, mask policy, precision, and per video its label and
@@ -121,6 +126,7 @@ def cache_key(
         config_hash(mask_policy(model, dataset)),
         precision,
         config_hash(dataset.content_ids()),
+        *([] if storage_dtype == "float32" else [f"storage={storage_dtype}"]),
     )
 
 
@@ -177,6 +183,10 @@ def build_feature_cache(
 
     ``precision``: "float32" or "bfloat16" (autocast); default bfloat16 on CUDA, float32 on CPU.
     Train with the same precision in the uncached path if the two must agree bit for bit.
+    ``storage_dtype``: "float32" (exact) or "float16" (half the disk and read bandwidth): every
+    stored value is checked to round-trip finite, and the largest relative rounding error is
+    recorded in the cache's attrs (``float16_max_rel_error``, about 5e-4 for normal values); a
+    feature beyond float16's range makes the build fail rather than store inf.
     """
     check_variants(variants)
     if any(v in ("private", "public") for v in variants) and dataset.mask_source is None:
@@ -184,7 +194,9 @@ def build_feature_cache(
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     precision = precision or ("bfloat16" if device.type == "cuda" else "float32")
     prefix = FrozenPrefix(model)
-    key = cache_key(model, dataset, precision=precision)
+    if storage_dtype not in ("float32", "float16"):
+        raise ValueError(f"storage_dtype must be float32 or float16, got {storage_dtype!r}")
+    key = cache_key(model, dataset, precision=precision, storage_dtype=storage_dtype)
     fshape = prefix.feature_shape
     n = len(dataset)
     clip_ids = [[vid, int(ci)] for vid, ci, *_ in dataset.clips]
@@ -236,6 +248,7 @@ def build_feature_cache(
         arrays[v], done[v] = g[v], g[f"done_{v}"]
 
     flags = {v: np.asarray(done[v][...]).copy() for v in variants}
+    worst = 0.0
     todo = [i for i in range(n) if not all(flags[v][i] for v in variants)]
     if todo:
         loader = make_loader(Subset(dataset, todo), batch_size=batch_size, num_workers=num_workers,
@@ -261,7 +274,10 @@ def build_feature_cache(
                         xv, keep = variant_input(x, v, keep_pub)
                         with _autocast(device, precision):
                             feats = prefix(xv, keep)
-                        feats = feats.float().cpu().numpy().astype(storage_dtype)
+                        exact = feats.float().cpu().numpy()
+                        feats = exact.astype(storage_dtype)
+                        if storage_dtype != "float32":
+                            worst = max(worst, _rounding_error(exact, feats, dataset.store_url, v))
                     for j in need:
                         arrays[v][rows[j]] = feats[j]
                     for j in need:
@@ -271,7 +287,20 @@ def build_feature_cache(
                     progress(pos, len(todo))
         finally:
             model.to(model_device)
+            if storage_dtype != "float32":
+                g.attrs[f"{storage_dtype}_max_rel_error"] = max(worst, float(g.attrs.get(f"{storage_dtype}_max_rel_error", 0)))
     return FeatureCache(dataset.store_url, key)
+
+
+def _rounding_error(exact: np.ndarray, stored: np.ndarray, where: str, variant: str) -> float:
+    """Largest relative error of the stored copy (values of magnitude >= 1e-3); inf is refused."""
+    if not np.isfinite(stored).all():
+        raise StoreError(f"{where}: prefix features of variant {variant!r} exceed the float16 range; "
+                         "build the cache with storage_dtype float32")  # fmt: skip
+    big = np.abs(exact) >= 1e-3
+    if not big.any():
+        return 0.0
+    return float((np.abs(stored.astype(np.float32) - exact)[big] / np.abs(exact[big])).max())
 
 
 def _collate(dataset: ClipDataset) -> Collate:

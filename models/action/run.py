@@ -134,7 +134,7 @@ def build_caches(settings: TrainSettings, store_url: str, logger: Any = _LOG) ->
         if ds is None:
             keys[name] = None
             continue
-        key = cache_key(model, ds, precision=precision)
+        key = cache_key(model, ds, precision=precision, storage_dtype=settings.cache_dtype)
         try:
             complete = set(FeatureCache(store_url, key).complete_variants())
         except Exception:  # no cache group yet
@@ -143,7 +143,8 @@ def build_caches(settings: TrainSettings, store_url: str, logger: Any = _LOG) ->
         t0 = time.perf_counter()
         if todo or (ds.mask_source is not None and "tokens" not in complete):
             build_feature_cache(model, ds, variants=variants[name], batch_size=int(settings.cache_batch_size),
-                                num_workers=int(settings.num_workers), device=device, precision=precision)
+                                num_workers=int(settings.num_workers), device=device, precision=precision,
+                                storage_dtype=settings.cache_dtype)  # fmt: skip
             logger.info("cache %s (%s): %d clips, variants %s built in %.1fs", name, key[:12], len(ds), todo,
                         time.perf_counter() - t0)
         else:

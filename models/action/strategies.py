@@ -127,6 +127,7 @@ class PrivateStrategy:
         noise_multiplier: float,
         sample_rate: float,
         num_samples: int,
+        public_rate: float | None = None,
         accountant: str = "rdp",
         adjacency: str = "add_remove",
         delta: float = 1e-5,
@@ -163,6 +164,7 @@ class PrivateStrategy:
         self.q = float(sample_rate)
         self.N = int(num_samples)
         self.expected_batch_size = self.q * self.N
+        self.expected_public_batch_size = float(public_rate if public_rate is not None else sample_rate) * self.N
         self.delta = float(delta)
         self.accounting = accounting
         self.record = record
@@ -182,7 +184,8 @@ class PrivateStrategy:
         self.accountant = Accountant(accountant, adjacency)
         self.step_fn = PrivateStep(
             mode, max_grad_norm=max_grad_norm, noise_multiplier=noise_multiplier,
-            expected_batch_size=self.expected_batch_size, generator=self.generator, subspace_k=k,
+            expected_batch_size=self.expected_batch_size, expected_public_batch_size=self.expected_public_batch_size,
+            generator=self.generator, subspace_k=k,
             subspace_refresh=refresh_every, public_weight=public_weight, chunk_size=chunk_size,
             accountant=self.accountant, sample_rate=self.q,
         )  # fmt: skip
@@ -199,7 +202,8 @@ class PrivateStrategy:
             return None
         what = "public tokens (synthetic patches)" if spec.public_term == "public_tokens" else f"psi(x) = {self.psi_variant}"
         how = (
-            "an independent Poisson batch of the training records (rate q), not the private batch"
+            f"an independent Poisson batch of the training records (expected size "
+            f"{self.expected_public_batch_size:g}), not the private batch"
             if self.accounting == "sound"
             else "the private batch itself (the paper's Algorithm 2)"
         )
@@ -235,7 +239,7 @@ class PrivateStrategy:
             subspace_set = Inputs(sx, sy, skeep)
         parts = self.step_fn.parts(net, params, private, pub_inputs, subspace_set)
         self.last_parts = parts
-        grads = parts.combined(self.expected_batch_size)
+        grads = parts.combined(self.expected_batch_size, self.expected_public_batch_size)
         return StepResult(grads, batch.size, stats=dict(parts.stats))
 
     def privacy_report(self, compare_with: tuple[str, ...] | None = None) -> dict:

@@ -122,6 +122,7 @@ class Trainer:
             self.num_records = len(groups)
             self.groups = groups if any(len(g) > 1 for g in groups) else None
             self.sample_rate = min(config.batch_size / self.num_records, 1.0)
+            self.public_rate = min((config.public_batch_size or config.batch_size) / self.num_records, 1.0)
             self.steps_per_epoch = max(epochs_to_steps(1.0, self.sample_rate), 1)
         self.total_steps = self.steps_per_epoch * config.epochs
         self.optimizer = torch.optim.SGD(
@@ -190,6 +191,7 @@ class Trainer:
             noise_multiplier=float(sigma),
             sample_rate=self.sample_rate,
             num_samples=self.num_records,
+            public_rate=self.public_rate if cfg.accounting == "sound" else self.sample_rate,
             accountant=accountant,
             adjacency=adjacency,
             delta=cfg.delta,
@@ -298,11 +300,11 @@ class Trainer:
             return x.new_zeros((0, *feature_shape(self.model)))
         return torch.cat(outs)
 
-    def _poisson_loader(self, dataset: Dataset, seed: int):
+    def _poisson_loader(self, dataset: Dataset, seed: int, rate: float | None = None):
         from anonymask.models.privacy.sampler import PoissonBatchSampler
 
-        sampler = PoissonBatchSampler(self.num_records, self.sample_rate, steps=self.steps_per_epoch, seed=seed,
-                                      groups=self.groups)  # fmt: skip
+        sampler = PoissonBatchSampler(self.num_records, rate or self.sample_rate, steps=self.steps_per_epoch,
+                                      seed=seed, groups=self.groups)  # fmt: skip
         return make_loader(dataset, batch_sampler=sampler, num_workers=self.cfg.num_workers,
                            pin_memory=self.device.type == "cuda")  # fmt: skip
 
@@ -320,7 +322,8 @@ class Trainer:
             for raw in private:
                 yield raw, raw
         else:  # sound: an independent Poisson draw, so the public term says nothing about the private batch
-            public = self._poisson_loader(self._public_data, _derived_seed(self.public_seed, "public", epoch))
+            public = self._poisson_loader(self._public_data, _derived_seed(self.public_seed, "public", epoch),
+                                          self.public_rate)  # fmt: skip
             yield from zip(private, public, strict=True)
 
     def _train_loader(self, epoch: int):

@@ -163,3 +163,21 @@ def test_cache_key_follows_upstream_results_labels_and_weights(tmp_path):
     assert cache_key(model, _dataset(url)) != before
     # weights
     assert cache_key(build_action_model(2, arch="tiny", seed=2), _dataset(url)) != cache_key(model, _dataset(url))
+
+
+def test_float16_cache_halves_the_bytes_and_records_its_rounding(store_url):
+    import numpy as np
+
+    model = build_action_model(3, arch="tiny", seed=4)
+    ds = _dataset(store_url)
+    full = build_feature_cache(model, ds, variants=("full",), batch_size=6)
+    half = build_feature_cache(model, ds, variants=("full",), batch_size=6, storage_dtype="float16")
+    assert half.key != full.key and half.dtype == "float16"
+    err = float(half.attrs["float16_max_rel_error"])
+    assert 0 < err < 1e-3  # float16 has 11 significant bits: <= 2**-11 relative, for normal values
+    a = np.stack([np.asarray(full.dataset()[i]["features"]) for i in range(len(ds))])
+    b = np.stack([np.asarray(half.dataset()[i]["features"]) for i in range(len(ds))])
+    big = np.abs(a) >= 1e-3
+    assert np.abs(a - b)[big].max() / np.abs(a[big]).max() < 1e-3 and not np.array_equal(a, b)
+    with pytest.raises(ValueError, match="storage_dtype"):
+        build_feature_cache(model, ds, variants=("full",), storage_dtype="int8")

@@ -358,3 +358,16 @@ def test_real_star_is_reported_as_not_private(data):
     # the person region is what Real* makes public
     item = real[0]
     assert item["pixel_public"].any() and not item["pixel_public"].all()
+
+
+def test_a_smaller_public_batch_is_drawn_at_its_own_rate_and_divides_the_public_term(data):
+    train, _ = data
+    t = Trainer(build_action_model(3, arch="tiny", seed=8), train,
+                _dp_cfg("maskdp", epochs=40, public_batch_size=1))  # fmt: skip
+    assert t.strategy.expected_batch_size == pytest.approx(4) and t.strategy.expected_public_batch_size == pytest.approx(1)
+    sizes = [(len(raw["label"]), len(pub["label"])) for e in range(40) for raw, pub in t._batches(e)]
+    private, public = (sum(col) / len(sizes) for col in zip(*sizes))
+    assert 3.3 < private < 4.7 and 0.7 < public < 1.3  # 120 steps: means within ~3 standard errors
+    assert "expected size 1" in t.privacy_report()["public_term"]
+    with pytest.raises(ValueError, match="public_batch_size must be unset"):
+        _dp_cfg("maskdp", accounting="paper", public_batch_size=2)
