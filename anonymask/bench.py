@@ -98,6 +98,15 @@ def _cache_epoch(quick: bool) -> dict[str, Any]:
     return res
 
 
+def _tail_steps(quick: bool) -> dict[str, Any]:
+    """Step time per private mode on the cached tail (what an epoch costs once the prefix is cached)."""
+    from anonymask.models.action.bench import bench_tail_steps
+
+    if quick:
+        return bench_tail_steps(arch="tiny", batch_size=8, num_classes=10, repeats=2)
+    return bench_tail_steps(arch="mvit_v2_s", batch_size=8, repeats=3)
+
+
 def _pipeline(quick: bool) -> dict[str, Any]:
     """Every stage of the offline path (mediapipe pose + segmentation, temporal-median inpainting,
     refine=none) on synthetic 640x480 videos: per-stage and end-to-end frames/s."""
@@ -149,6 +158,7 @@ BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "refine_tiny": _refine_tiny,
     "privacy_steps": _privacy_steps,
     "cache_epoch": _cache_epoch,
+    "tail_steps": _tail_steps,
     "pipeline": _pipeline,
 }
 

@@ -91,3 +91,98 @@ def bench_epoch(
             "cache_build_seconds": cache_seconds,
             "peak_memory_mb": _peak_memory_mb(dev),
         }
+
+
+def bench_tail_steps(
+    *,
+    arch: str = "mvit_v2_s",
+    batch_size: int = 4,
+    num_classes: int = 60,
+    repeats: int = 3,
+    public_fraction: float = 0.3,
+    seed: int = 0,
+) -> dict:
+    """Seconds per training step of each mode on the CACHED TAIL (what every epoch runs once the
+    prefix features are cached), and the prefix forward that the cache saves, per clip.
+
+    Inputs are random tensors of the prefix's feature shape (timing does not depend on values).
+    MaskDP and FP-DP run their public term on a second batch of the public size (``public_batch``:
+    the independent draw; 1.0 = the papers' size). Ratios are to the DP-SGD step of the same run.
+    """
+    import statistics
+
+    from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
+    from anonymask.models.privacy.clipping import summed_grads
+    from anonymask.models.privacy.fpdp import PublicSubspace
+    from anonymask.models.privacy.mechanism import Inputs, PrivateStep
+
+    g = torch.Generator().manual_seed(seed)
+    clip_len, size = (16, (224, 224)) if arch == "mvit_v2_s" else (8, (32, 32))
+    model = build_action_model(num_classes, arch=arch, clip_len=clip_len, size=size, seed=seed)
+    model.train()
+    prefix, tail = FrozenPrefix(model), TrainableTail(model)
+    params = {n: p for n, p in tail.named_parameters() if p.requires_grad}
+    fshape = feature_shape(model)
+
+    def feats(n: int) -> torch.Tensor:
+        return torch.randn(n, *fshape, generator=g)
+
+    def labels(n: int) -> torch.Tensor:
+        return torch.randint(0, num_classes, (n,), generator=g)
+
+    def timed(step) -> dict:
+        step()  # warm-up (and FP-DP's first subspace)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        return {"median_s": statistics.median(times), "times_s": times}
+
+    b = batch_size
+    x, y = feats(b), labels(b)
+    out: dict = {"arch": arch, "batch_size": b, "feature_shape": list(fshape), "trainable_params":
+                 sum(p.numel() for p in params.values()), "threads": torch.get_num_threads()}  # fmt: skip
+    clips = torch.randn(b, 3, clip_len, *size, generator=g)
+    with torch.no_grad():
+        prefix_t = timed(lambda: prefix(clips))
+    out["prefix_forward_per_clip_s"] = prefix_t["median_s"] / b
+    steps: dict[str, dict] = {}
+    steps["nonprivate"] = timed(lambda: summed_grads(tail, x, y, params))
+
+    def private_step(mode: str, public_n: int | None):
+        step = PrivateStep(mode, max_grad_norm=1.0, noise_multiplier=1.0, expected_batch_size=float(b),
+                           expected_public_batch_size=float(public_n or b), generator=torch.Generator().manual_seed(1),
+                           subspace_k=16, subspace_refresh=10**9)  # fmt: skip
+        weights = (torch.rand(b, generator=g) < 0.9).float()  # most samples have private tokens
+        private = Inputs(x, y, None, weights if mode == "maskdp" else None)
+        public = Inputs(feats(public_n), labels(public_n)) if public_n else None
+        sub = Inputs(feats(8), labels(8)) if mode == "fpdp" else None
+        return lambda: step(tail, params, private, public, sub if step.needs_subspace_set() else None)
+
+    steps["dpsgd"] = timed(private_step("dpsgd", None))
+    steps["maskdp"] = timed(private_step("maskdp", b))
+    small = max(1, round(public_fraction * b))
+    steps[f"maskdp_public{small}"] = timed(private_step("maskdp", small))
+    steps["fpdp"] = timed(private_step("fpdp", b))
+    steps[f"fpdp_public{small}"] = timed(private_step("fpdp", small))
+    refresh = PublicSubspace(16, 1)
+    from anonymask.models.privacy.clipping import flatten, per_sample_grads
+
+    pub = feats(8), labels(8)
+    steps["fpdp_subspace_refresh_8"] = timed(
+        lambda: refresh.update(flatten(per_sample_grads(tail, pub[0], pub[1], params), batched=True), 0)
+    )
+    base = steps["dpsgd"]["median_s"]
+    for r in steps.values():
+        r["ratio_to_dpsgd"] = round(r["median_s"] / base, 2)
+        r["per_clip_s"] = r["median_s"] / b
+    out["steps"] = steps
+    # what one epoch costs per clip without the cache (prefix once per variant read) and with it
+    tail_clip = steps["dpsgd"]["median_s"] / b
+    out["cache_speedup_estimate"] = {
+        "dpsgd": round((out["prefix_forward_per_clip_s"] + tail_clip) / tail_clip, 2),
+        "maskdp": round((2 * out["prefix_forward_per_clip_s"] + steps["maskdp"]["median_s"] / b)
+                        / (steps["maskdp"]["median_s"] / b), 2),
+    }  # fmt: skip
+    return out
