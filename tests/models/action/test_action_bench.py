@@ -14,3 +14,14 @@ def test_bench_epoch_reports_both_paths(with_cache, tmp_path):
     assert r["seconds_per_epoch"] > 0 and r["peak_memory_mb"] > 0
     assert (r["cache_build_seconds"] is not None) == with_cache
     assert list(tmp_path.iterdir()) == []  # the temporary store is gone
+
+
+def test_bench_tail_steps_reports_every_mode_against_dpsgd():
+    from anonymask.models.action.bench import bench_tail_steps
+
+    r = bench_tail_steps(arch="tiny", batch_size=4, num_classes=3, repeats=1, public_fraction=0.5)
+    assert set(r["steps"]) == {"nonprivate", "dpsgd", "maskdp", "maskdp_public2", "fpdp", "fpdp_public2",
+                               "fpdp_subspace_refresh_8"}  # fmt: skip
+    assert r["steps"]["dpsgd"]["ratio_to_dpsgd"] == 1.0
+    assert all(s["median_s"] > 0 for s in r["steps"].values()) and r["prefix_forward_per_clip_s"] > 0
+    assert r["trainable_params"] > 0 and set(r["cache_speedup_estimate"]) == {"dpsgd", "maskdp"}
