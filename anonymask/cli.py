@@ -224,9 +224,38 @@ def cmd_train_skeleton_anon(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """The effective settings: a training run's (``--train MODE``) or the anonymization pipeline's."""
+    from anonymask.config import parse_overrides
+
+    try:
+        overrides = parse_overrides(args.set)
+        if args.train:
+            from anonymask.train_config import train_settings
+
+            data = train_settings(args.train, args.dataset, overrides=overrides).to_json_dict()
+        else:
+            from anonymask.config import pipeline_config
+
+            data = pipeline_config(args.dataset, overrides)
+    except (AnonymaskError, ValueError) as err:
+        print(f"anonymask config show: error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2, default=str))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("config", help="the effective settings of a dataset's pipeline or of a training run")
+    csub = s.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
+    c = csub.add_parser("show", prog="anonymask config show")
+    c.add_argument("--dataset", default="demo")
+    c.add_argument("--train", default=None, metavar="MODE", help="a training run's settings (nonprivate, dp, maskdp, fpdp)")
+    c.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    c.set_defaults(func=cmd_config_show)
 
     s = sub.add_parser("status", help="table of videos x stages (done / failed with reason / missing)")
     s.add_argument("store", help="store path or fsspec URL")
