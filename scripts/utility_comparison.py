@@ -54,10 +54,9 @@ def pretrain(store: str, runs: Path, common: dict, epochs: int) -> Path:
                 overrides=dict(common, trainable="all", epochs=epochs, lr=0.05, warmup_epochs=2, seed=0))  # fmt: skip
     log(f"pretraining: top-1 {res['metrics']['top1']:.3f} on the public test split")
     ckpt = torch.load(Path(res["run_dir"]) / "checkpoint.pt", weights_only=False)
+    from anonymask.models.action.mvit import ActionModelConfig
     from anonymask.models.action.run import build_model
     from anonymask.train_config import train_settings
-
-    from anonymask.models.action.mvit import ActionModelConfig
 
     settings = train_settings("nonprivate", "synthetic", overrides=dict(common, trainable="all"))
     model = build_model(settings, num_classes=ActionModelConfig.from_dict(ckpt["model_config"]).num_classes)
