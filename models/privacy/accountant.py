@@ -128,21 +128,32 @@ def _log_a_fractional(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     return out
 
 
-def rdp_sampled_gaussian(q: float, sigma: float, orders: Iterable[float] = DEFAULT_ORDERS) -> np.ndarray:
-    """RDP of ONE step of the Poisson-subsampled Gaussian mechanism at each order (can be inf).
-
-    ``sigma`` is the noise multiplier: noise std divided by the L2 sensitivity (clip norm C).
-    """
+def _orders_and_trivial_cases(
+    q: float, sigma: float, orders: Iterable[float], sensitivity: float
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Checked orders, and the RDP curve itself where no computation is needed: q = 0 (nothing),
+    sigma = 0 (inf), q = 1 (the plain Gaussian: a * sensitivity^2 / (2 sigma^2))."""
     _check_rate_and_noise(q, sigma)
     alphas = np.asarray([float(a) for a in orders], dtype=np.float64)
     if np.any(alphas <= 1):
         raise ValueError(f"Renyi orders must be > 1, got {alphas[alphas <= 1].tolist()}")
     if q == 0:
-        return np.zeros_like(alphas)
+        return alphas, np.zeros_like(alphas)
     if sigma == 0:
-        return np.full_like(alphas, math.inf)
+        return alphas, np.full_like(alphas, math.inf)
     if q == 1:
-        return alphas / (2 * sigma**2)
+        return alphas, alphas * sensitivity**2 / (2 * sigma**2)
+    return alphas, None
+
+
+def rdp_sampled_gaussian(q: float, sigma: float, orders: Iterable[float] = DEFAULT_ORDERS) -> np.ndarray:
+    """RDP of ONE step of the Poisson-subsampled Gaussian mechanism at each order (can be inf).
+
+    ``sigma`` is the noise multiplier: noise std divided by the L2 sensitivity (clip norm C).
+    """
+    alphas, trivial = _orders_and_trivial_cases(q, sigma, orders, sensitivity=1.0)
+    if trivial is not None:
+        return trivial
     out = np.full_like(alphas, math.inf)  # infinite orders stay inf
     finite = np.isfinite(alphas)
     integer = finite & (alphas == np.round(alphas))
@@ -173,16 +184,9 @@ def rdp_sampled_gaussian_replace(
     trapezoid rule in log space over [-a - 2 - 40 s, 2 + 40 s] (the integrand peaks near x = -a
     for large a and falls like a Gaussian of width s around it). q = 1 gives the exact 2a/s^2.
     """
-    _check_rate_and_noise(q, sigma)
-    alphas = np.asarray([float(a) for a in orders], dtype=np.float64)
-    if np.any(alphas <= 1):
-        raise ValueError(f"Renyi orders must be > 1, got {alphas[alphas <= 1].tolist()}")
-    if q == 0:
-        return np.zeros_like(alphas)
-    if sigma == 0:
-        return np.full_like(alphas, math.inf)
-    if q == 1:
-        return 2 * alphas / sigma**2
+    alphas, trivial = _orders_and_trivial_cases(q, sigma, orders, sensitivity=2.0)
+    if trivial is not None:
+        return trivial
     out = np.full_like(alphas, math.inf)
     step = sigma / points_per_sigma
     for i, a in enumerate(alphas):
