@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     actions = ("walk", "run", "jump", "kick", "punch", "spinkick", "dance_a", "getup_faceup")
     size = dict(width=128, height=96, frames=24, supersample=1, depth=(1.5, 2.0), max_travel=1.0,
                 actions=actions, repetitions=2)  # fmt: skip
-    subjects = {"private": 6, "public": 8}
+    subjects = {"private": 6, "public": 16}
     if a.quick:
         size.update(repetitions=1, actions=actions[:3])
         subjects = {"private": 4, "public": 4}
@@ -103,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             anonymize_set(raw, store)
             log(f"anonymized {name} set in {time.perf_counter() - t0:.0f} s")
         sets[name] = store
-    common = {"size": [96, 128], "clip_len": 8, "frame_stride": 1, "batch_size": 16, "num_workers": 0,
+    common = {"size": [96, 128], "clip_len": 8, "frame_stride": 3, "batch_size": 16, "num_workers": 0,
               "eval_every": 5, "compare_accountants": ["pld"]}  # fmt: skip
-    weights = pretrain(sets["public"], runs, common, epochs=6 if a.quick else 40)
+    weights = pretrain(sets["public"], runs, common, epochs=6 if a.quick else 30)
     fine = dict(common, weights=str(weights), epochs=5 if a.quick else 20, lr=0.1, warmup_epochs=2)
     plan = [("nonprivate", None)] + [(m, e) for e in a.epsilons for m in ("dp", "maskdp", "fpdp")]
     t_all = time.perf_counter()
