@@ -13,6 +13,12 @@ from pathlib import Path
 from anonymask.errors import AnonymaskError
 from anonymask.paths import data_root
 
+#: exit codes of ``anonymize`` and ``verify``: all fine / some videos failed or damage found /
+#: the command could not run at all (bad arguments, missing store or dataset)
+EXIT_OK = 0
+EXIT_SOME_FAILED = 1
+EXIT_COULD_NOT_RUN = 2
+
 
 # ---------------------------------------------------------------------------- status / verify
 def cmd_status(args: argparse.Namespace) -> int:
@@ -28,20 +34,41 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    """Exit 0: no damage (or all of it repaired); 1: damage found (or left after repair)."""
     from anonymask.storage.inspect import verify_store
     from anonymask.storage.store import DatasetStore
+    from anonymask.tasks.common import stage_deps
 
-    res = verify_store(DatasetStore.open(args.store, mode="r"))
-    if args.json:
+    deps = stage_deps()
+    store = DatasetStore.open(args.store, mode="r+" if args.repair else "r")
+    res = verify_store(store, deps=deps)
+    _print_verify(res, args.json and not args.repair)
+    if not args.repair or res.ok:
+        return 0 if res.ok else EXIT_SOME_FAILED
+    from anonymask.flows.repair import repair_store
+
+    report = repair_store(args.store, res, log_dir=args.log_dir)
+    for vid, marked in report["marked"].items():
+        print(f"repair  {vid}: {'; '.join(marked) or 'nothing to mark'}")
+    summary = report.get("summary")
+    if summary:
+        _print_run_summary(summary)
+    after = verify_store(DatasetStore.open(args.store, mode="r"), deps=deps)
+    print("after repair:")
+    _print_verify(after, args.json)
+    return 0 if after.ok else EXIT_SOME_FAILED
+
+
+def _print_verify(res, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(res.to_dict(), indent=2))
-    else:
-        for line in res.damaged:
-            print(f"DAMAGED  {line}")
-        for line in res.incomplete:
-            print(f"incomplete  {line}")
-        verdict = "OK" if res.ok else f"DAMAGE FOUND ({len(res.damaged)})"
-        print(f"{verdict}: {res.checked_arrays} arrays checked, {len(res.incomplete)} incomplete stage(s)")
-    return 0 if res.ok else 1
+        return
+    for line in res.damaged:
+        print(f"DAMAGED  {line}")
+    for line in res.incomplete:
+        print(f"incomplete  {line}")
+    verdict = "OK" if res.ok else f"DAMAGE FOUND ({len(res.damaged)})"
+    print(f"{verdict}: {res.checked_arrays} arrays checked, {len(res.incomplete)} incomplete stage(s)")
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
@@ -56,9 +83,13 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 
 def cmd_anonymize(args: argparse.Namespace) -> int:
+    """Exit 0: every video done or already complete; 1: some videos failed (each printed with its
+    stage and reason); 2: the run could not start (bad arguments, unreadable dataset or store)."""
     from anonymask.config import parse_overrides
     from anonymask.flows.anonymize import anonymize
 
+    runner_overrides = {k: v for k, v in (("video_memory_gb", args.video_memory_gb),
+                                          ("video_timeout_s", args.video_timeout_s)) if v is not None}
     state = anonymize(
         dataset=args.dataset,
         source=args.source,
@@ -67,10 +98,49 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         limit=args.limit,
         video_ids=args.videos,
         runner=args.runner,
+        workers=args.workers,
+        verify_done=not args.no_verify_done,
+        runner_overrides=runner_overrides,
+        log_dir=args.log_dir,
         return_state=True,
     )
-    print(f"{state.name}: {state.message}")
-    return 0 if state.is_completed() else 1
+    summary = _summary_of(state)
+    if summary is None:
+        print(f"anonymask: error: the run could not start: {_state_error(state)}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    _print_run_summary(summary, args.dataset)
+    return EXIT_SOME_FAILED if summary["failed"] else EXIT_OK
+
+
+def _summary_of(state) -> dict | None:
+    try:
+        res = state.result(raise_on_failure=False)
+    except Exception:
+        return None
+    return res if isinstance(res, dict) and "videos" in res else None
+
+
+def _state_error(state) -> str:
+    try:
+        state.result(raise_on_failure=True)
+    except Exception as e:
+        return str(e) if isinstance(e, AnonymaskError) else f"{type(e).__name__}: {e}"
+    return state.message or state.name
+
+
+def _print_run_summary(s: dict, dataset: str = "") -> None:
+    head = f"anonymize {dataset}: " if dataset else "anonymize: "
+    print(f"{head}{s['done']} done, {s['skipped']} skipped (already complete), {s['failed']} failed "
+          f"of {s['videos']} videos; {s['frames']} frames in {s['seconds']:.1f} s "
+          f"({s['frames_per_s']:.2f} frames/s)")
+    for f in s.get("failures", []):
+        print(f"FAILED  {f['video']}  {f['stage'] or '?'}: {f['error']}")
+    for r in s.get("repaired", []):
+        print(f"repaired  {r['video']}: {r['what']}")
+    if s.get("waited"):
+        print(f"waited for another run holding: {', '.join(s['waited'])}")
+    if s.get("log"):
+        print(f"log: {s['log']}")
 
 
 # ---------------------------------------------------------------------------- privacy
@@ -262,9 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON document, with per-video metrics")
     s.set_defaults(func=cmd_status)
 
-    s = sub.add_parser("verify", help="check every complete stage's arrays (exit 1 on damage)")
+    s = sub.add_parser("verify", help="check every video group, record and complete stage's arrays "
+                                      "(exit 1 on damage); --repair recomputes what is damaged")
     s.add_argument("store")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--repair", action="store_true",
+                   help="mark damaged stages and their dependants stale and recompute them")
+    s.add_argument("--log-dir", default=None, help="run log folder (default $ANONYMASK_DATA/logs)")
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("preview", help="HTML page: original vs anonymized frames, masks, metrics")
@@ -282,6 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, default=None, help="only the first N videos")
     s.add_argument("--videos", nargs="*", default=None, help="only these video ids")
     s.add_argument("--runner", default="local", help="local (default), dask, or a Dask scheduler address")
+    s.add_argument("--workers", type=int, default=None, help="worker processes of --runner dask (default 2)")
+    s.add_argument("--video-memory-gb", type=float, default=None,
+                   help="memory budget of one video (the Dask worker's memory limit)")
+    s.add_argument("--video-timeout-s", type=float, default=None, help="wall-clock budget of one video")
+    s.add_argument("--no-verify-done", action="store_true",
+                   help="trust complete records without re-checking their checksums (faster resume)")
+    s.add_argument("--log-dir", default=None, help="run log folder (default $ANONYMASK_DATA/logs)")
     s.set_defaults(func=cmd_anonymize)
 
     s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, or sigma for a target")
@@ -370,12 +451,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry attempts offline
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except AnonymaskError as e:
+    except (AnonymaskError, ValueError) as e:
         print(f"anonymask: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_COULD_NOT_RUN
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "ingest": {"max_side": 640, "max_frames": 300},
+    # max_frames: None keeps every frame (a cap, if set, is recorded per video and shown by status);
+    # max_bad_frames: decode errors + frames lost tolerated before the video fails
+    "ingest": {"max_side": 640, "max_frames": None, "max_bad_frames": 0},
     "pose4d": {"backend": "mediapipe", "min_visible_frames": 2, "max_gap": 10, "keyframe_every": 10,
                "tiles": True},
     "motion": {"enabled": False, "checkpoint": None},
@@ -32,13 +34,31 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 DATASET_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "demo": {"ingest": {"max_side": 320}},
     "synthetic": {"ingest": {"max_side": 320}},
-    "sample": {"ingest": {"max_side": 480, "max_frames": 64}},
+    "sample": {"ingest": {"max_side": 480}},
     "ntu": {"pose4d": {"backend": "ntu-skeleton"}, "ingest": {"max_side": 640}},
     "ntu120": {"pose4d": {"backend": "ntu-skeleton"}, "ingest": {"max_side": 640}},
     "tsh": {"ingest": {"max_side": 640}},
     "ucf101": {"ingest": {"max_side": 320}},
     "hmdb51": {"ingest": {"max_side": 320}},
 }
+
+
+#: how videos are scheduled; not part of any stage's record, so changing it recomputes nothing.
+#: workers: Dask worker processes for ``--runner dask``; video_memory_gb: memory budget of one
+#: video (the Dask worker's memory limit: a worker above it is restarted and its video retried,
+#: then failed); video_timeout_s: wall-clock budget of one video (its run is failed after it).
+RUNNER_DEFAULTS: dict[str, Any] = {"workers": 2, "video_memory_gb": None, "video_timeout_s": None}
+
+
+def runner_config(overrides: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """RUNNER_DEFAULTS, then ``overrides``, then keyword arguments that are not None."""
+    cfg = dict(RUNNER_DEFAULTS)
+    cfg.update(overrides or {})
+    cfg.update({k: v for k, v in kw.items() if v is not None})
+    unknown = set(cfg) - set(RUNNER_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown runner setting(s): {', '.join(sorted(unknown))}")
+    return cfg
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

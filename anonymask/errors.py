@@ -24,6 +24,14 @@ class StoreError(AnonymaskError):
     """A Zarr store is missing, of the wrong kind, or damaged."""
 
 
+class InputsChangedError(AnonymaskError):
+    """A stage's inputs changed while it ran: its result is not recorded as done."""
+
+
+class VideoBusyError(AnonymaskError):
+    """Another process holds this video's claim (it is being processed right now)."""
+
+
 class MissingWeightsError(AnonymaskError):
     """A weight-backed model was asked for, but its files are not in ANONYMASK_WEIGHTS."""
 

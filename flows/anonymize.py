@@ -1,8 +1,13 @@
 """Flow ``anonymize``: one dataset run, one subflow run per video (named by its id).
 
 Each video's stages run as Prefect tasks in DAG order; a progress artifact per video is updated as
-stages finish. A failing video is recorded in the store with its reason and the dataset run goes
-on; the final state's message says how many videos finished, were skipped and failed.
+stages finish. A failing video is recorded in the store with its stage and reason and the dataset
+run goes on; the summary (returned, and as table and markdown artifacts) lists every failure.
+
+Two runs on one store cooperate: each video is processed under its claim
+(:mod:`anonymask.storage.claims`). A video another run holds is put aside and taken up after the
+others, once that run lets go of it (its completed stages are then simply skipped), so every
+video is computed once. Tracebacks go to the run's log file only (:mod:`anonymask.runlog`).
 """
 
 from __future__ import annotations
@@ -20,11 +25,16 @@ from prefect.artifacts import (
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
-from anonymask.config import pipeline_config
+from anonymask.config import pipeline_config, runner_config
+from anonymask.errors import VideoBusyError
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.store import DatasetStore
-from anonymask.tasks.common import ORDER
-from anonymask.tasks.prefect_tasks import stage_task
+from anonymask.tasks.common import ORDER, run_video
+from anonymask.tasks.prefect_tasks import failure_message, stage_task
+
+
+class StageFailed(Exception):
+    """A stage task ended Failed; its message is the one-line reason."""
 
 
 def _artifact_key(*parts: str) -> str:
@@ -34,35 +44,83 @@ def _artifact_key(*parts: str) -> str:
     return "-".join(filter(None, key.split("-")))[:100]
 
 
-@flow(name="anonymize-video", flow_run_name="{video_id}", log_prints=False, persist_result=False)
-def anonymize_video(store_url: str, video_id: str, config: dict[str, Any]) -> dict[str, Any]:
-    """All stages of one video, in order; raises on the first failing stage."""
-    logger = get_run_logger()
-    store = DatasetStore.open(store_url)
-    progress_id = create_progress_artifact(
-        progress=0.0,
-        key=_artifact_key("progress", store.dataset, video_id),
-        description=f"stages of {video_id}",
+def _progress(store_url: str, video_id: str):
+    """A progress artifact for one video and the callback that advances it per stage."""
+    dataset = DatasetStore.open(store_url).dataset
+    pid = create_progress_artifact(
+        progress=0.0, key=_artifact_key("progress", dataset, video_id), description=f"stages of {video_id}"
     )
-    results = []
+
+    def on_stage(i: int, name: str, res: dict[str, Any]) -> None:
+        get_run_logger().info("%s: %s %s (%.2fs)%s", video_id, name, res["status"], res["seconds"],
+                              f" [repaired: {res['repaired']}]" if res.get("repaired") else "")
+        update_progress_artifact(pid, progress=100.0 * (i + 1) / len(ORDER))
+
+    return on_stage
+
+
+def _prefect_stage(store_url: str, video_id: str, name: str, config: dict[str, Any], verify_done: bool):
+    state = stage_task(store_url, video_id, name, config, verify_done, return_state=True)
+    if not state.is_completed():
+        raise StageFailed(state.message or f"{name}: {state.name}")
+    return state.result()
+
+
+@flow(name="anonymize-video", flow_run_name="{video_id}", log_prints=False, persist_result=False)
+def anonymize_video(
+    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True
+):
+    """All stages of one video, in order, under the video's claim; Failed on the first failing
+    stage (message: stage and reason). A video another run holds returns status "busy"."""
     t0 = time.perf_counter()
-    for i, name in enumerate(ORDER):
-        res = stage_task(store_url, video_id, name, config)
-        results.append(res)
-        logger.info("%s: %s %s (%.2fs)", video_id, name, res["status"], res["seconds"])
-        update_progress_artifact(progress_id, progress=100.0 * (i + 1) / len(ORDER))
+    try:
+        results = run_video(store_url, video_id, config, wait=wait, verify_done=verify_done,
+                            run_stage=_prefect_stage, on_stage=_progress(store_url, video_id))
+    except VideoBusyError as e:
+        get_run_logger().info("%s: %s; taken up later", video_id, e)
+        return {"video_id": video_id, "status": "busy", "frames": 0, "seconds": 0.0, "holder": str(e)}
+    except StageFailed as e:
+        return Failed(message=str(e))
+    return video_result(store_url, video_id, results, t0)
+
+
+@task(name="anonymize-video", task_run_name="{video_id}", cache_policy=NONE, persist_result=False)
+def video_task(
+    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True
+):
+    """One video as one coarse task (the Dask path): stages run in order inside the worker, with
+    the same claim, progress artifact and one-line failure as the local path."""
+    t0 = time.perf_counter()
+    on_stage = _progress(store_url, video_id)
+    stage_now = {"name": ORDER[0]}
+
+    def run_stage(store_url, video_id, name, config, verify_done):
+        from anonymask.tasks.common import execute_stage
+
+        stage_now["name"] = name
+        return execute_stage(store_url, video_id, name, config, verify_done)
+
+    try:
+        results = run_video(store_url, video_id, config, wait=wait, verify_done=verify_done,
+                            run_stage=run_stage, on_stage=on_stage)
+    except VideoBusyError as e:
+        return {"video_id": video_id, "status": "busy", "frames": 0, "seconds": 0.0, "holder": str(e)}
+    except Exception as e:
+        return Failed(message=failure_message(stage_now["name"], e))
     return video_result(store_url, video_id, results, t0)
 
 
 def video_result(store_url: str, video_id: str, results: list[dict[str, Any]], t0: float) -> dict[str, Any]:
     """One video's outcome: "done" if any stage computed, "skipped" if all were complete."""
     frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
+    repaired = {r["stage"]: r["repaired"] for r in results if r.get("repaired")}
     return {
         "video_id": video_id,
         "status": "done" if any(r["status"] == "done" for r in results) else "skipped",
         "frames": frames,
         "seconds": round(time.perf_counter() - t0, 3),
         "stages": {r["stage"]: r for r in results},
+        "repaired": repaired,
     }
 
 
@@ -75,15 +133,35 @@ def anonymize(
     limit: int | None = None,
     video_ids: list[str] | None = None,
     runner: str = "local",
-    workers: int = 2,
+    workers: int | None = None,
+    verify_done: bool = True,
+    runner_overrides: dict[str, Any] | None = None,
+    log_dir: str | None = None,
 ):
-    """Anonymize a dataset into its store (resumable; failures isolated per video)."""
+    """Anonymize a dataset into its store (resumable; failures isolated per video).
+
+    ``runner``: "local" (in this process), "dask" (a local Dask cluster of ``workers`` processes)
+    or a Dask scheduler address of an existing cluster. ``verify_done``: check the checksums of
+    completed stages before skipping them (damaged ones are recomputed). The returned summary
+    lists every failed video with its stage and reason and names the run's log file.
+    """
+    from anonymask.runlog import run_log
+
+    with run_log(f"anonymize-{dataset}", log_dir) as log_path:
+        return _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers,
+                          verify_done, runner_overrides, log_path)
+
+
+def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers, verify_done,
+               runner_overrides, log_path):
     from anonymask.paths import default_source, default_store
+    from anonymask.runlog import traceback_logger
 
     logger = get_run_logger()
     source = source or str(default_source(dataset))
     store_url = store or str(default_store(dataset))
     config = pipeline_config(dataset, overrides)
+    rcfg = runner_config(runner_overrides, workers=workers)
     adapter = get_adapter(dataset, source)
     infos = list(adapter.records())
     if video_ids:
@@ -105,29 +183,33 @@ def anonymize(
         config=config,
     )
     ds.register_videos(infos)
-    logger.info("%s: %d videos -> %s", dataset, len(infos), store_url)
+    ds.update_attrs(config=config)
+    logger.info("%s: %d videos -> %s (log: %s)", dataset, len(infos), store_url, log_path)
 
     t0 = time.perf_counter()
     ids = [i.video_id for i in infos]
-    if runner == "local":
-        outcomes = [_outcome(anonymize_video(store_url, vid, config, return_state=True)) for vid in ids]
-    else:
-        outcomes = _run_on_dask(store_url, ids, config, runner, workers)
+    outcomes = _run_videos(store_url, ids, config, runner, rcfg, verify_done, wait=False)
+    busy = [vid for vid in ids if outcomes[vid]["ok"] and outcomes[vid]["result"].get("status") == "busy"]
+    if busy:
+        logger.info("%d video(s) held by another run: waiting for them: %s", len(busy), ", ".join(busy))
+        again = _run_videos(store_url, busy, config, runner, rcfg, verify_done, wait=True)
+        for vid in busy:
+            outcomes[vid] = dict(again[vid], waited=True)
     rows = []
-    for vid, out in zip(ids, outcomes):
-        if out["ok"]:
-            r = out["result"]
-            rows.append({"video": vid, "status": r["status"], "frames": r["frames"],
-                         "seconds": r["seconds"], "error": ""})
-        else:
-            err = _failure_reason(ds, vid) or (out["message"] or "failed")
-            logger.warning("%s FAILED: %s", vid, err)
-            rows.append({"video": vid, "status": "failed", "frames": 0, "seconds": 0, "error": err})
+    tb_log = traceback_logger()
+    for vid in ids:
+        rows.append(_row(ds, vid, outcomes[vid], tb_log))
+        if rows[-1]["status"] == "failed":
+            logger.warning("%s FAILED at %s: %s", vid, rows[-1]["stage"], rows[-1]["error"])
     wall = time.perf_counter() - t0
     summary = summarize(rows, wall)
+    summary["log"] = str(log_path)
+    summary["store"] = store_url
+    summary["runner"] = runner
     create_table_artifact(key=_artifact_key("videos", dataset), table=rows,
                           description=f"status of every video in {store_url}")
-    create_markdown_artifact(key=_artifact_key("summary", dataset), markdown=summary_markdown(dataset, store_url, summary))
+    create_markdown_artifact(key=_artifact_key("summary", dataset),
+                             markdown=summary_markdown(dataset, store_url, summary))
     msg = (f"{summary['done']} done, {summary['skipped']} skipped (already complete), {summary['failed']} failed "
            f"of {summary['videos']} videos; {summary['frames_per_s']:.2f} frames/s")
     logger.info(msg)
@@ -136,34 +218,70 @@ def anonymize(
     return Completed(message=msg, data=summary)
 
 
-@task(name="anonymize-video", task_run_name="{video_id}", cache_policy=NONE, persist_result=False)
-def video_task(store_url: str, video_id: str, config: dict[str, Any]) -> dict[str, Any]:
-    """One video as one coarse task (the Dask path): stages run in order inside the worker."""
-    from anonymask.tasks.common import execute_stage
+def _row(ds: DatasetStore, vid: str, out: dict[str, Any], tb_log) -> dict[str, Any]:
+    """One summary row; for a failure, the failed stage and its reason (from the store record
+    when there is one, else the run's message) and the traceback into the log file."""
+    waited = bool(out.get("waited"))
+    if out["ok"]:
+        r = out["result"]
+        status = r["status"]
+        if status == "busy":  # still held after waiting (should not happen): say so, not "done"
+            return {"video": vid, "status": "failed", "stage": "", "error": r.get("holder", "busy"),
+                    "frames": 0, "seconds": 0, "repaired": "", "waited": waited}
+        return {"video": vid, "status": status, "stage": "", "error": "", "frames": r["frames"],
+                "seconds": r["seconds"], "waited": waited,
+                "repaired": "; ".join(f"{k}: {v}" for k, v in (r.get("repaired") or {}).items())}
+    rec_stage, rec_err, tb = _failure_record(ds, vid)
+    message = out.get("message") or "failed"
+    head, _, rest = message.partition(": ")
+    if head in ORDER and rest:  # our own one-line failure: "<stage>: <reason naming the file>"
+        stage, err = head, rest
+    else:  # the run ended some other way (a crashed worker, a timeout): keep what Prefect said
+        stage, err = rec_stage, (f"{rec_err} ({message})" if rec_err else message)
+    tb_log.error("%s failed at %s: %s\n%s", vid, stage or "?", err, tb or f"(no traceback recorded) {message}")
+    return {"video": vid, "status": "failed", "stage": stage, "error": err or message, "frames": 0,
+            "seconds": 0, "repaired": "", "waited": waited}
 
-    t0 = time.perf_counter()
-    results = [execute_stage(store_url, video_id, name, config) for name in ORDER]
-    return video_result(store_url, video_id, results, t0)
+
+def _run_videos(store_url, ids, config, runner, rcfg, verify_done, wait) -> dict[str, dict[str, Any]]:
+    if not ids:
+        return {}
+    if runner == "local":
+        opts = {"timeout_seconds": rcfg["video_timeout_s"]} if rcfg.get("video_timeout_s") else {}
+        fl = anonymize_video.with_options(**opts) if opts else anonymize_video
+        return {vid: _outcome(fl(store_url, vid, config, wait, verify_done, return_state=True)) for vid in ids}
+    return _run_on_dask(store_url, ids, config, runner, rcfg, verify_done, wait)
 
 
 @flow(name="anonymize-fan-out", persist_result=False)
-def _fan_out(store_url: str, video_ids: list[str], config: dict[str, Any]) -> list[Any]:
-    futures = [video_task.submit(store_url, vid, config) for vid in video_ids]
-    for f in futures:
+def _fan_out(store_url: str, video_ids: list[str], config: dict[str, Any], wait: bool, verify_done: bool,
+             timeout_s: float | None = None) -> dict[str, Any]:
+    t = video_task.with_options(timeout_seconds=timeout_s) if timeout_s else video_task
+    futures = {vid: t.submit(store_url, vid, config, wait, verify_done) for vid in video_ids}
+    for f in futures.values():
         f.wait()
-    return [_outcome(f.state) for f in futures]
+    return {vid: _outcome(f.state) for vid, f in futures.items()}
 
 
-def _run_on_dask(store_url: str, video_ids: list[str], config: dict[str, Any], runner: str, workers: int):
-    """Videos as tasks on a Dask cluster: ``runner="dask"`` starts a local cluster, any other
-    value is taken as a scheduler address (``tcp://host:8786``) of an existing cluster."""
+def dask_task_runner(runner: str, rcfg: dict[str, Any]):
+    """The DaskTaskRunner for ``runner``: "dask" starts a LocalCluster of ``rcfg["workers"]``
+    processes (one thread each, ``video_memory_gb`` each); any other value is the address of an
+    existing scheduler (``tcp://host:8786``), e.g. one started by dask-jobqueue or
+    dask-kubernetes (see docs/SCALING.md)."""
     from prefect_dask import DaskTaskRunner
 
-    if runner == "dask":
-        tr = DaskTaskRunner(cluster_kwargs={"n_workers": int(workers), "threads_per_worker": 1, "processes": True})
-    else:
-        tr = DaskTaskRunner(address=runner)
-    return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config)
+    if runner != "dask":
+        return DaskTaskRunner(address=runner)
+    kw: dict[str, Any] = {"n_workers": int(rcfg["workers"]), "threads_per_worker": 1, "processes": True}
+    if rcfg.get("video_memory_gb"):
+        kw["memory_limit"] = f"{float(rcfg['video_memory_gb'])}GiB"
+    return DaskTaskRunner(cluster_kwargs=kw)
+
+
+def _run_on_dask(store_url, video_ids, config, runner, rcfg, verify_done, wait):
+    tr = dask_task_runner(runner, rcfg)
+    return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
+                                                 rcfg.get("video_timeout_s"))
 
 
 def _outcome(state) -> dict[str, Any]:
@@ -173,11 +291,17 @@ def _outcome(state) -> dict[str, Any]:
     return {"ok": False, "result": None, "message": state.message or state.name}
 
 
-def _failure_reason(ds: DatasetStore, video_id: str) -> str:
-    for stage, rec in ds.video(video_id).records().items():
+def _failure_record(ds: DatasetStore, video_id: str) -> tuple[str, str, str]:
+    """(stage, error, traceback) of the video's failed stage record, or empties."""
+    try:
+        recs = DatasetStore.open(ds.url).video(video_id).records()
+    except Exception:
+        return "", "", ""
+    for stage in ORDER:
+        rec = recs.get(stage) or {}
         if rec.get("status") == "failed":
-            return f"{stage}: {rec.get('error')}"
-    return ""
+            return stage, str(rec.get("error") or ""), str(rec.get("traceback") or "")
+    return "", "", ""
 
 
 def summarize(rows: list[dict[str, Any]], wall_seconds: float) -> dict[str, Any]:
@@ -191,7 +315,11 @@ def summarize(rows: list[dict[str, Any]], wall_seconds: float) -> dict[str, Any]
         "frames": frames,
         "seconds": round(wall_seconds, 2),
         "frames_per_s": frames / wall_seconds if wall_seconds > 0 and frames else 0.0,
-        "failures": [{"video": r["video"], "error": r["error"]} for r in rows if r["status"] == "failed"],
+        "failures": [{"video": r["video"], "stage": r["stage"], "error": r["error"]}
+                     for r in rows if r["status"] == "failed"],
+        "repaired": [{"video": r["video"], "what": r["repaired"]} for r in rows if r.get("repaired")],
+        "waited": [r["video"] for r in rows if r.get("waited")],
+        "rows": rows,
     }
 
 
@@ -200,6 +328,8 @@ def summary_markdown(dataset: str, store_url: str, s: dict[str, Any]) -> str:
              f"- videos: {s['videos']}", f"- done: {s['done']}", f"- skipped (complete): {s['skipped']}",
              f"- failed: {s['failed']}", f"- frames/s: {s['frames_per_s']:.2f}"]
     if s["failures"]:
-        lines += ["", "## failures", ""] + [f"- `{f['video']}`: {f['error']}" for f in s["failures"]]
+        lines += ["", "## failures", ""] + [f"- `{f['video']}` at {f['stage'] or '?'}: {f['error']}"
+                                             for f in s["failures"]]
+    if s.get("repaired"):
+        lines += ["", "## repaired", ""] + [f"- `{r['video']}`: {r['what']}" for r in s["repaired"]]
     return "\n".join(lines)
-

@@ -93,6 +93,21 @@ def person_leak(
     its colour happens to match the person's within ``tol``. No distinguishable pixel -> nan.
     ``background`` is (T,H,W,3) or one (H,W,3) image (the scene without the person).
     """
+    leaked, n = person_leak_counts(original, anonymized, gt_person_mask, background, tol)
+    if n == 0:
+        return math.nan
+    return leaked / n
+
+
+def person_leak_counts(
+    original: np.ndarray,
+    anonymized: np.ndarray,
+    gt_person_mask: np.ndarray,
+    background: np.ndarray,
+    tol: float = 10.0,
+) -> tuple[int, int]:
+    """(leaked, distinguishable) pixel counts of :func:`person_leak`: sums over windows of frames
+    add up to the whole video's, so long videos are measured window by window."""
     x = np.asarray(original)
     y = np.asarray(anonymized)
     if x.shape != y.shape or x.ndim != 4:
@@ -105,7 +120,4 @@ def person_leak(
     d_bg = np.abs(xs - bg[m].astype(np.int16)).max(axis=-1)
     d_out = np.abs(y[m].astype(np.int16) - xs).max(axis=-1)
     distinguishable = d_bg > tol
-    n = int(np.count_nonzero(distinguishable))
-    if n == 0:
-        return math.nan
-    return int(np.count_nonzero(distinguishable & (d_out <= tol))) / n
+    return int(np.count_nonzero(distinguishable & (d_out <= tol))), int(np.count_nonzero(distinguishable))

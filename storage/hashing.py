@@ -38,17 +38,48 @@ def combine_hashes(*parts: str) -> str:
     return h.hexdigest()[:16]
 
 
+class ArrayHasher:
+    """The checksum of :func:`array_checksum`, fed frame blocks in order (for streamed writes).
+
+    The shape is part of the hash and comes first, so the full shape must be known up front; the
+    blocks may have any lengths along axis 0. ``hexdigest()`` refuses if fewer or more frames
+    than the shape says were fed.
+    """
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.frames = 0
+        self._h = hashlib.blake2b(digest_size=16)
+        self._h.update(canonical_json({"shape": self.shape, "dtype": str(self.dtype)}).encode())
+
+    def update(self, block) -> None:
+        b = np.ascontiguousarray(np.asarray(block, dtype=self.dtype))
+        if len(self.shape) == 0:
+            self._h.update(b.tobytes())
+            self.frames = 1
+            return
+        if b.shape[1:] != self.shape[1:]:
+            raise ValueError(f"block of shape {b.shape} does not fit an array of shape {self.shape}")
+        self._h.update(b.tobytes())
+        self.frames += b.shape[0]
+
+    def hexdigest(self) -> str:
+        expected = self.shape[0] if self.shape else 1
+        if self.frames != expected:
+            raise ValueError(f"checksum fed {self.frames} frames, the array has {expected}")
+        return self._h.hexdigest()
+
+
 def array_checksum(arr, block_frames: int = 16) -> str:
     """blake2b over shape, dtype and C-order bytes, read in blocks of frames (bounded memory)."""
-    h = hashlib.blake2b(digest_size=16)
     shape = tuple(int(s) for s in arr.shape)
-    h.update(canonical_json({"shape": shape, "dtype": str(np.dtype(arr.dtype))}).encode())
+    h = ArrayHasher(shape, arr.dtype)
     if len(shape) == 0:
-        h.update(np.ascontiguousarray(np.asarray(arr)).tobytes())
+        h.update(np.asarray(arr))
         return h.hexdigest()
     for start in range(0, shape[0], block_frames):
-        block = np.ascontiguousarray(np.asarray(arr[start : start + block_frames]))
-        h.update(block.tobytes())
+        h.update(np.asarray(arr[start : start + block_frames]))
     return h.hexdigest()
 
 

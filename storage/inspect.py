@@ -12,6 +12,7 @@ from anonymask.storage.store import (
     STATUS_DONE,
     STATUS_FAILED,
     STATUS_MISSING,
+    STATUS_STALE,
     DatasetStore,
     overall_status,
 )
@@ -46,6 +47,7 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
                     "seconds": r.get("seconds"),
                     "backend": r.get("backend"),
                     "finished_at": r.get("finished_at"),
+                    "stale_reason": r.get("stale_reason"),
                 }
         overall = overall_status([c["status"] for c in cells.values()])
         counts[overall] += 1
@@ -58,6 +60,10 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
                 "split": info.split,
                 "status": overall,
                 "frames": entry.attrs.get("frames"),
+                # a user's ingest.max_frames cut the video: how many frames it has, how many kept
+                "frame_cap": entry.attrs.get("frame_cap"),
+                "source_frames": entry.attrs.get("source_frames"),
+                "bad_frames": (entry.attrs.get("decode") or {}).get("bad_frames"),
                 "stages": cells,
                 "metrics": _jsonable(entry.metrics()),
             }
@@ -112,18 +118,66 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     for vid, stage, err in failures:
         reason = err if len(err) <= max_reason else err[: max_reason - 3] + "..."
         out.append(f"  failed: {vid} / {stage}: {reason}")
+    for row in report["videos"]:
+        if row.get("frame_cap"):
+            of = f" of {row['source_frames']}" if row.get("source_frames") else ""
+            out.append(f"  capped: {row['video_id']}: {row['frames']}{of} frames kept "
+                       f"(ingest.max_frames={row['frame_cap']})")
     return "\n".join(out)
+
+
+@dataclass
+class Problem:
+    """One thing verify found: where (video, stage, array) and why; ``damaged`` or ``incomplete``."""
+
+    kind: str
+    video_id: str | None
+    stage: str | None
+    what: str
+    reason: str
+    #: what repair must do: "group" (recreate the video's group: its records are lost),
+    #: "manifest" (add the video's row), "info" (restore its info), "record" (the stage's record
+    #: is gone or malformed), "arrays" (a complete stage's arrays are damaged), "" (nothing)
+    code: str = ""
+
+    def line(self) -> str:
+        where = self.what
+        if self.stage and self.kind == "damaged" and "(stage" not in where:
+            where += f" (stage {self.stage})"
+        return f"{where}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "video_id": self.video_id, "stage": self.stage, "what": self.what,
+                "reason": self.reason, "code": self.code}
 
 
 @dataclass
 class VerifyResult:
     checked_arrays: int = 0
-    damaged: list[str] = field(default_factory=list)
-    incomplete: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def damaged(self) -> list[str]:
+        return [p.line() for p in self.problems if p.kind == "damaged"]
+
+    @property
+    def incomplete(self) -> list[str]:
+        return [p.line() for p in self.problems if p.kind == "incomplete"]
 
     @property
     def ok(self) -> bool:
-        return not self.damaged
+        return not any(p.kind == "damaged" for p in self.problems)
+
+    def add(self, kind: str, video_id: str | None, stage: str | None, what: str, reason: str,
+            code: str = "") -> None:
+        self.problems.append(Problem(kind, video_id, stage, what, reason, code))
+
+    def damaged_videos(self) -> dict[str, list[Problem]]:
+        out: dict[str, list[Problem]] = {}
+        for p in self.problems:
+            if p.kind == "damaged" and p.video_id is not None:
+                out.setdefault(p.video_id, []).append(p)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,46 +185,152 @@ class VerifyResult:
             "checked_arrays": self.checked_arrays,
             "damaged": self.damaged,
             "incomplete": self.incomplete,
+            "problems": [p.to_dict() for p in self.problems],
         }
 
 
-def verify_store(store: DatasetStore) -> VerifyResult:
-    """Check every complete stage's arrays: present, recorded shape and dtype, same checksum.
+def check_outputs(entry, rec: dict[str, Any], checksums: bool = True) -> tuple[list[tuple[str, str]], int]:
+    """Problems of one complete record's arrays as ``[(array name, reason)]`` and arrays checked.
 
-    Damage (a complete record whose arrays are missing or differ) is what `verify` fails on;
-    incomplete stages (failed, running, never run) are listed but are not damage: a rerun
-    recomputes them.
+    Each recorded array must exist, have the recorded shape and dtype, be readable and (with
+    ``checksums``) match its recorded checksum. Reads in blocks of frames: bounded memory.
+    """
+    out: list[tuple[str, str]] = []
+    checked = 0
+    outputs = rec.get("outputs")
+    if not isinstance(outputs, dict):
+        return [("", "record lists no outputs (malformed record)")], 0
+    for name, desc in outputs.items():
+        try:
+            if not entry.has_array(name):
+                out.append((name, "array missing" + _missing_detail(entry, name)))
+                continue
+            arr = entry.array(name)
+            shape = [int(x) for x in arr.shape]
+            if shape != list(desc.get("shape", [])):
+                out.append((name, f"shape {shape} != recorded {desc.get('shape')}"))
+                continue
+            if str(np.dtype(arr.dtype)) != desc.get("dtype"):
+                out.append((name, f"dtype {arr.dtype} != recorded {desc.get('dtype')}"))
+                continue
+            checked += 1
+            if checksums and array_checksum(arr) != desc.get("checksum"):
+                out.append((name, "checksum mismatch (data changed, corrupt, or a chunk file deleted)"))
+        except Exception as e:  # a corrupt chunk or metadata file raises from the codec / parser
+            out.append((name, f"unreadable ({type(e).__name__}: {_short(e)})"))
+    return out, checked
+
+
+def _short(e: Exception, n: int = 160) -> str:
+    text = str(e).replace("\n", " ")
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _missing_detail(entry, name: str) -> str:
+    """For a local store: is the array's folder there without its metadata?"""
+    from anonymask.storage.claims import local_store_path
+
+    root = local_store_path(entry.store.url)
+    if root is None:
+        return ""
+    d = root / "videos" / entry.video_id / name
+    if d.is_dir() and not (d / "zarr.json").exists():
+        return " (its metadata file zarr.json is gone; the chunks are still there)"
+    return ""
+
+
+def _video_dirs(store: DatasetStore) -> set[str]:
+    """Folders under videos/ on a local store, with or without group metadata."""
+    from anonymask.storage.claims import local_store_path
+
+    root = local_store_path(store.url)
+    if root is None or not (root / "videos").is_dir():
+        return set()
+    return {p.name for p in (root / "videos").iterdir() if p.is_dir()}
+
+
+def verify_store(store: DatasetStore, deps: dict[str, tuple[str, ...]] | None = None,
+                 video_ids: list[str] | None = None) -> VerifyResult:
+    """Check every video group, stage record and complete stage's arrays.
+
+    Damage (what ``verify`` fails on, each with the video id): a registered video whose group or
+    group metadata is missing or unreadable, a group missing from the manifest, records that are
+    malformed, a stage record that is gone while a stage that read it is done, and a complete
+    record whose arrays are missing, reshaped, unreadable or differ from their checksum.
+    Incomplete stages (failed, stale, never run) are listed but are not damage: a rerun
+    recomputes them. ``deps`` (stage -> stages it reads) is used for records written before
+    records named their deps.
     """
     res = VerifyResult()
     declared = store.stages
-    for entry in store.videos():
-        recs = entry.records()
-        for s in declared:
-            if s not in recs:
-                res.incomplete.append(f"{entry.video_id}/{s}: not run")
-        for stage, rec in recs.items():
-            st = rec.get("status")
-            if st != STATUS_DONE:
-                why = rec.get("error") or st
-                res.incomplete.append(f"{entry.video_id}/{stage}: {st} ({why})")
-                continue
-            for name, desc in (rec.get("outputs") or {}).items():
-                where = f"{entry.video_id}/{name} (stage {stage})"
-                if not entry.has_array(name):
-                    res.damaged.append(f"{where}: array missing")
-                    continue
-                try:
-                    arr = entry.array(name)
-                    shape = [int(x) for x in arr.shape]
-                    if shape != list(desc.get("shape", [])):
-                        res.damaged.append(f"{where}: shape {shape} != recorded {desc.get('shape')}")
-                        continue
-                    if str(np.dtype(arr.dtype)) != desc.get("dtype"):
-                        res.damaged.append(f"{where}: dtype {arr.dtype} != recorded {desc.get('dtype')}")
-                        continue
-                    res.checked_arrays += 1
-                    if array_checksum(arr) != desc.get("checksum"):
-                        res.damaged.append(f"{where}: checksum mismatch (data changed or corrupt)")
-                except Exception as e:  # a corrupt chunk raises from the codec
-                    res.damaged.append(f"{where}: unreadable ({type(e).__name__}: {e})")
+    deps = deps or {}
+    root_groups = set(store.group.group_keys())
+    for name in ("manifest", "videos"):
+        if name not in root_groups:
+            res.add("damaged", None, None, f"{name}/", "group missing (metadata deleted?)")
+    if "videos" not in root_groups:
+        return res
+    rows = {r.get("video_id"): r for r in store.manifest_rows() if isinstance(r, dict)}
+    groups = set(store.group["videos"].group_keys())
+    ids = sorted(set(rows) | groups | _video_dirs(store))
+    if video_ids is not None:
+        ids = [v for v in ids if v in set(video_ids)]
+    for vid in ids:
+        if vid not in groups:
+            if vid in _video_dirs(store):
+                res.add("damaged", vid, None, f"{vid}",
+                        f"video group metadata missing (videos/{vid}/zarr.json): its stage records are lost",
+                        "group")
+            else:
+                res.add("damaged", vid, None, f"{vid}", "video group missing (registered in the manifest)", "group")
+            continue
+        if vid not in rows:
+            res.add("damaged", vid, None, f"{vid}", "video not in the manifest", "manifest")
+        try:
+            entry = store.video(vid)
+            attrs = entry.attrs
+        except Exception as e:
+            res.add("damaged", vid, None, f"{vid}", f"video group unreadable ({type(e).__name__}: {_short(e)})",
+                    "group")
+            continue
+        recs = attrs.get("stages")
+        if not isinstance(recs, dict):
+            res.add("damaged", vid, None, f"{vid}", "stage records missing from the video's metadata", "group")
+            continue
+        if "info" not in attrs:
+            res.add("damaged", vid, None, f"{vid}", "video info missing from its metadata", "info")
+        _verify_records(res, entry, recs, declared, deps)
     return res
+
+
+def _verify_records(res: VerifyResult, entry, recs: dict, declared: list[str], deps: dict) -> None:
+    vid = entry.video_id
+    readers: dict[str, list[str]] = {}
+    for stage, rec in recs.items():
+        if not isinstance(rec, dict) or "status" not in rec:
+            res.add("damaged", vid, stage, f"{vid}/{stage}", "stage record malformed", "record")
+            continue
+        if rec.get("status") == STATUS_DONE:
+            for d in rec.get("deps") or deps.get(stage, ()):
+                readers.setdefault(d, []).append(stage)
+    for s in declared:
+        if s in recs:
+            continue
+        if readers.get(s):
+            res.add("damaged", vid, s, f"{vid}/{s}",
+                    f"stage record missing, but {', '.join(readers[s])} (which read it) are done", "record")
+        else:
+            res.add("incomplete", vid, s, f"{vid}/{s}", "not run")
+    for stage, rec in recs.items():
+        if not isinstance(rec, dict) or "status" not in rec:
+            continue
+        st = rec.get("status")
+        if st != STATUS_DONE:
+            why = rec.get("stale_reason") if st == STATUS_STALE else rec.get("error")
+            res.add("incomplete", vid, stage, f"{vid}/{stage}", f"{st} ({why or st})")
+            continue
+        problems, checked = check_outputs(entry, rec)
+        res.checked_arrays += checked
+        for name, reason in problems:
+            res.add("damaged", vid, stage, f"{vid}/{name} (stage {stage})" if name else f"{vid}/{stage}", reason,
+                    "arrays")

@@ -2,8 +2,13 @@
 
 Contract (DESIGN.md, "Store layout"): a stage writes its arrays first and its record last, so a
 record with status ``done`` means the arrays it lists are complete. Anything else is recomputed.
-Each video lives in its own group and only one process writes a given video, which makes
-concurrent writers of different videos safe (each array is one shard, written by one writer).
+Each video lives in its own group and only one process writes a given video at a time (the
+video's claim, :mod:`anonymask.storage.claims`), which makes concurrent writers of different
+videos safe: every shard has one writer.
+
+Frame-chunked arrays (videos, masks) are chunks of ``CLIP_FRAMES`` full frames grouped into shards
+of at most ``SHARD_BYTES`` (uncompressed) each, so a stage can stream a video of any length through
+:class:`FrameArrayWriter` with memory bounded by one shard, whatever the video's length.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import datetime as _dt
 import math
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,14 +27,18 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 from anonymask import PIPELINE_VERSION
-from anonymask.errors import StoreError
-from anonymask.storage.hashing import array_checksum, combine_hashes, config_hash
+from anonymask.errors import InputsChangedError, StoreError
+from anonymask.storage.hashing import ArrayHasher, array_checksum, combine_hashes, config_hash
 
 CLIP_FRAMES = 16
+#: upper bound of one shard's uncompressed size (a shard holds at least one chunk of CLIP_FRAMES)
+SHARD_BYTES = 64 * 2**20
 STATUS_DONE = "done"
 STATUS_FAILED = "failed"
 STATUS_RUNNING = "running"
 STATUS_MISSING = "missing"
+#: a record whose arrays were found damaged, or whose upstream was: recompute on the next run
+STATUS_STALE = "stale"
 _VIDEO_ID_FORBIDDEN = set("/\\\0")
 
 
@@ -86,9 +95,18 @@ class DatasetStore:
         config: dict[str, Any] | None = None,
         overwrite: bool = False,
     ) -> DatasetStore:
-        """Create a store (or open an existing one of the same dataset unless ``overwrite``)."""
+        """Create a store (or open an existing one of the same dataset unless ``overwrite``).
+
+        Safe against a second process creating or opening the same store at the same moment
+        (the store lock serialises it).
+        """
+        from anonymask.storage.claims import store_lock
+
         url = str(url)
-        if not overwrite:
+        if overwrite:
+            group = zarr.open_group(url, mode="w", zarr_format=3)
+            return cls._init_group(group, url, dataset, source, classes, splits, stages, config)
+        with store_lock(url):
             try:
                 existing = cls.open(url)
             except StoreError:
@@ -105,7 +123,11 @@ class DatasetStore:
                     stages=list(stages) or existing.attrs.get("stages", []),
                 )
                 return existing
-        group = zarr.open_group(url, mode="w" if overwrite else "a", zarr_format=3)
+            group = zarr.open_group(url, mode="a", zarr_format=3)
+            return cls._init_group(group, url, dataset, source, classes, splits, stages, config)
+
+    @classmethod
+    def _init_group(cls, group, url, dataset, source, classes, splits, stages, config) -> DatasetStore:
         group.attrs.update(
             {
                 "anonymask": True,
@@ -129,11 +151,23 @@ class DatasetStore:
     @classmethod
     def open(cls, url: str, mode: str = "r+") -> DatasetStore:
         """Open an existing store; a path that is not an anonymask store raises StoreError."""
+        from anonymask.storage.claims import local_store_path
+
         url = str(url)
+        local = local_store_path(url)
+        if local is not None:
+            if not local.exists():
+                raise StoreError(f"{url}: no such store (the folder does not exist)")
+            if not local.is_dir():
+                raise StoreError(f"{url}: not a store (a file, not a folder)")
+            if not (local / "zarr.json").exists():
+                raise StoreError(f"{url}: not a Zarr store (no zarr.json in the folder)")
         try:
             group = zarr.open_group(url, mode=mode, zarr_format=3)
         except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError, KeyError) as e:
             raise StoreError(f"{url}: not a Zarr store ({type(e).__name__}: {e})") from None
+        except zarr.errors.ContainsArrayError:
+            raise StoreError(f"{url}: a Zarr array, not an anonymask dataset store") from None
         if not group.attrs.get("anonymask"):
             raise StoreError(f"{url}: a Zarr group, but not an anonymask dataset store")
         return cls(group, url)
@@ -162,24 +196,36 @@ class DatasetStore:
     def register_videos(self, infos: Iterable[VideoInfo]) -> list[str]:
         """Add videos to the manifest (idempotent: known ids keep their group and records).
 
-        Call from one process (the flow's coordinator); per-video writes can then run anywhere.
+        Holds the store lock, so two runs registering at once lose no row.
         """
-        man = self.group.require_group("manifest")
-        rows = {r["video_id"]: r for r in man.attrs.get("videos", [])}
-        videos = self.group.require_group("videos")
-        added = []
+        from anonymask.storage.claims import store_lock
+
+        infos = list(infos)
         for info in infos:
             _check_video_id(info.video_id)
-            d = info.to_dict()
-            g = videos.require_group(info.video_id)
-            if "info" not in g.attrs or g.attrs["info"] != d:
-                g.attrs["info"] = d
-            if "stages" not in g.attrs:
-                g.attrs["stages"] = {}
-            rows[info.video_id] = d
-            added.append(info.video_id)
-        man.attrs["videos"] = [rows[k] for k in sorted(rows)]
+        with store_lock(self.url):
+            man = self.group.require_group("manifest")
+            rows = {r["video_id"]: r for r in zarr.open_group(self.url, mode="r", path="manifest").attrs.get(
+                "videos", [])}
+            videos = self.group.require_group("videos")
+            added = []
+            for info in infos:
+                d = info.to_dict()
+                g = videos.require_group(info.video_id)
+                if "info" not in g.attrs or g.attrs["info"] != d:
+                    g.attrs["info"] = d
+                if "stages" not in g.attrs:
+                    g.attrs["stages"] = {}
+                rows[info.video_id] = d
+                added.append(info.video_id)
+            man.attrs["videos"] = [rows[k] for k in sorted(rows)]
         return added
+
+    def manifest_rows(self) -> list[dict[str, Any]]:
+        """The manifest's rows as stored (the adapter's info per registered video)."""
+        if "manifest" not in self.group:
+            return []
+        return list(self.group["manifest"].attrs.get("videos", []))
 
     def video_ids(self) -> list[str]:
         rows = self.group["manifest"].attrs.get("videos", [])
@@ -274,21 +320,30 @@ class VideoEntry:
         return g, parts[-1]
 
     def create_array(
-        self, name: str, shape: tuple[int, ...], dtype, *, frame_chunked: bool = True
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype,
+        *,
+        frame_chunked: bool = True,
+        growable: bool = False,
     ) -> zarr.Array:
         """Create (replace) an array for streaming writes.
 
         Frame-chunked arrays (videos, masks, per-frame maps) get chunks of ``CLIP_FRAMES`` full
-        frames inside a single shard holding the whole array, Zstd-compressed; small arrays
-        (poses, boxes) one plain chunk.
+        frames inside shards of :func:`shard_frames` frames, Zstd-compressed; small arrays (poses,
+        boxes) one plain chunk. ``growable``: the frame count is not known yet (the array starts
+        with ``shape[0]`` frames and :class:`FrameArrayWriter` resizes it), so the chunk length is
+        ``CLIP_FRAMES`` even for a short first guess.
         """
         parent, leaf = self._parent_and_leaf(name, create=True)
         shape = tuple(int(s) for s in shape)
         if frame_chunked and len(shape) >= 2:
             t = max(shape[0], 1)
-            chunk_t = min(CLIP_FRAMES, t)
+            chunk_t = CLIP_FRAMES if growable else min(CLIP_FRAMES, t)
             chunks = (chunk_t, *[max(s, 1) for s in shape[1:]])
-            shard_t = math.ceil(t / chunk_t) * chunk_t
+            per_shard = shard_frames(shape[1:], dtype, chunk_t)
+            shard_t = per_shard if growable else min(per_shard, math.ceil(t / chunk_t) * chunk_t)
             shards = (shard_t, *chunks[1:])
             return parent.create_array(
                 leaf,
@@ -305,12 +360,32 @@ class VideoEntry:
         )
 
     def write_array(self, name: str, data, *, frame_chunked: bool = True) -> dict[str, Any]:
-        """Write a whole array; returns its output description (shape, dtype, checksum)."""
+        """Write a whole array; returns its output description (shape, dtype, checksum).
+
+        Frame-chunked arrays are written shard by shard (see :class:`FrameArrayWriter`).
+        """
         data = np.asarray(data)
+        if frame_chunked and data.ndim >= 2:
+            w = FrameArrayWriter(self, name, data.shape[1:], data.dtype, frames=data.shape[0])
+            w.write(data)
+            return w.close()
         arr = self.create_array(name, data.shape, data.dtype, frame_chunked=frame_chunked)
         if data.size:
             arr[...] = data
         return describe_array(data)
+
+    def frame_writer(self, name: str, frame_shape, dtype, frames: int | None = None,
+                     hint: int | None = None) -> FrameArrayWriter:
+        """A :class:`FrameArrayWriter` for ``name`` (``frames`` None: the count is not known yet;
+        ``hint``: a likely count)."""
+        return FrameArrayWriter(self, name, frame_shape, dtype, frames=frames, hint=hint)
+
+    @property
+    def num_frames(self) -> int:
+        """Frames of ``raw`` as ingested (the length every per-frame array of this video has)."""
+        if self.has_array("raw"):
+            return int(self.array("raw").shape[0])
+        return int(self.group.attrs.get("frames") or 0)
 
     def has_array(self, name: str) -> bool:
         try:
@@ -346,6 +421,24 @@ class VideoEntry:
         stages[stage] = record
         self.group.attrs["stages"] = stages
 
+    def mark_stale(self, stages: Iterable[str], reason: str) -> list[str]:
+        """Mark these stages' records stale (recomputed on the next run); returns those changed.
+
+        The record keeps what it said (backend, outputs, ...) plus ``stale_reason``; a stage
+        without a record has nothing to mark.
+        """
+        recs = self.records()
+        changed = []
+        for st in stages:
+            rec = recs.get(st)
+            if rec is None or rec.get("status") == STATUS_STALE:
+                continue
+            recs[st] = dict(rec, status=STATUS_STALE, stale_reason=reason, previous_status=rec.get("status"))
+            changed.append(st)
+        if changed:
+            self.group.attrs["stages"] = recs
+        return changed
+
     def is_done(self, stage: str, *, config_hash: str | None = None, input_hash: str | None = None) -> bool:
         """True when the stage's record is complete and (if given) matches config and inputs."""
         rec = self.record(stage)
@@ -373,11 +466,18 @@ class VideoEntry:
         backend: str,
         config: dict[str, Any] | None = None,
         input_hash: str = "",
+        deps: Iterable[str] = (),
+        inputs_unchanged: Callable[[], str | None] | None = None,
     ) -> Iterator[StageWriter]:
         """Run a stage's writes: arrays first, the record last.
 
         On success writes a ``done`` record listing every array written through the writer; on an
-        exception writes a ``failed`` record with the error and re-raises.
+        exception writes a ``failed`` record with the error and re-raises. ``deps`` (the stages
+        it read) go into the record, so repair can find a damaged stage's dependants from the
+        store alone. ``inputs_unchanged`` is called after the stage's work and before its record:
+        it returns None when the inputs are still those the stage started from, else a reason;
+        then the stage is recorded ``failed`` (never ``done``) and :class:`InputsChangedError`
+        is raised.
         """
         writer = StageWriter(self, stage)
         cfg = config or {}
@@ -387,11 +487,15 @@ class VideoEntry:
             "config": cfg,
             "config_hash": config_hash(cfg),
             "input_hash": input_hash,
+            "deps": list(deps),
             "pipeline_version": PIPELINE_VERSION,
         }
         t0 = time.perf_counter()
         try:
             yield writer
+            changed = inputs_unchanged() if inputs_unchanged is not None else None
+            if changed:
+                raise InputsChangedError(f"{self.video_id}/{stage}: inputs changed while it ran ({changed})")
         except BaseException as e:
             rec = dict(
                 base,
@@ -439,6 +543,18 @@ class StageWriter:
     def write(self, name: str, data, *, frame_chunked: bool = True) -> None:
         self.outputs[name] = self.entry.write_array(name, data, frame_chunked=frame_chunked)
 
+    @contextlib.contextmanager
+    def frames(self, name: str, frame_shape, dtype, frames: int | None = None) -> Iterator[FrameArrayWriter]:
+        """Stream a frame-chunked output: ``with w.frames("merged", (H, W, 3), np.uint8, T) as f:
+        f.write(block)``; the array becomes an output of the stage when the block closes."""
+        fw = self.entry.frame_writer(name, frame_shape, dtype, frames=frames)
+        yield fw
+        self.outputs[name] = fw.close()
+
+    def add_output(self, name: str, description: dict[str, Any]) -> None:
+        """Register an array written through a :class:`FrameArrayWriter` (its ``close()`` value)."""
+        self.outputs[name] = description
+
     def add_written(self, name: str) -> None:
         """Register an array written with ``entry.create_array`` (streamed) as an output."""
         self.outputs[name] = describe_array(self.entry.array(name))
@@ -454,3 +570,111 @@ def describe_array(arr) -> dict[str, Any]:
         "dtype": str(np.dtype(arr.dtype)),
         "checksum": array_checksum(arr),
     }
+
+
+def shard_frames(frame_shape, dtype, chunk_t: int = CLIP_FRAMES) -> int:
+    """Frames per shard of a frame-chunked array: whole chunks, at most ``SHARD_BYTES`` (>= 1 chunk)."""
+    frame_bytes = max(1, int(np.prod([max(int(s), 1) for s in frame_shape])) * np.dtype(dtype).itemsize)
+    chunks = max(1, SHARD_BYTES // (frame_bytes * chunk_t))
+    return int(chunks * chunk_t)
+
+
+class FrameArrayWriter:
+    """Streams frames into a frame-chunked array, one whole shard at a time.
+
+    ``write(block)`` appends frames (any number per call); full shards go to the store at once,
+    so a shard is never read back and rewritten (zarr rewrites a whole shard on a partial write)
+    and memory holds at most one shard plus the block. ``close()`` writes the last partial shard,
+    checks the frame count and returns the output description (shape, dtype, checksum).
+
+    With ``frames`` given the checksum is computed while writing; with ``frames=None`` (a decoder
+    that cannot promise its count) the array grows as frames arrive and the checksum is read back
+    at close, in blocks. Used by every stage that writes per-frame arrays; a stage that reads in
+    windows (:mod:`anonymask.storage.windows`) and writes through this keeps its memory bounded
+    by the window, whatever the video's length.
+    """
+
+    def __init__(self, entry: VideoEntry, name: str, frame_shape, dtype, frames: int | None = None,
+                 hint: int | None = None):
+        self.entry = entry
+        self.name = name
+        self.frame_shape = tuple(int(s) for s in frame_shape)
+        self.dtype = np.dtype(dtype)
+        self.expected = None if frames is None else int(frames)
+        #: a likely count (a header's) when the exact one is unknown: hashing goes on while
+        #: writing, and only a wrong guess costs a read-back at close
+        self.hint = None if frames is not None or hint is None else max(int(hint), 0)
+        start = self.expected if self.expected is not None else (self.hint or 0)
+        self.array = entry.create_array(name, (start, *self.frame_shape), self.dtype, growable=self.expected is None)
+        shards = getattr(self.array, "shards", None)
+        self.shard_t = int((shards or self.array.chunks)[0])
+        self.written = 0
+        self._buf: list[np.ndarray] = []
+        self._buffered = 0
+        n = self.expected if self.expected is not None else self.hint
+        self._hasher = ArrayHasher((n, *self.frame_shape), self.dtype) if n is not None else None
+        self.closed = False
+
+    @property
+    def frames(self) -> int:
+        """Frames received so far."""
+        return self.written + self._buffered
+
+    def write(self, block) -> None:
+        b = np.asarray(block)
+        if b.shape == self.frame_shape:
+            b = b[None]
+        if b.shape[1:] != self.frame_shape:
+            raise ValueError(
+                f"{self.entry.video_id}/{self.name}: block of shape {b.shape} does not fit frames of {self.frame_shape}"
+            )
+        if b.dtype != self.dtype:
+            b = b.astype(self.dtype)
+        if self.expected is not None and self.frames + b.shape[0] > self.expected:
+            raise ValueError(f"{self.entry.video_id}/{self.name}: more than the {self.expected} frames announced")
+        if self._hasher is not None and self.hint is not None and self.frames + b.shape[0] > self.hint:
+            self._hasher = None  # the hint was short: read back at close
+        if self._hasher is not None:
+            self._hasher.update(b)
+        if b.shape[0] == 0:
+            return
+        self._buf.append(b)
+        self._buffered += b.shape[0]
+        if self._buffered >= self.shard_t:
+            self._flush(full_only=True)
+
+    def _flush(self, full_only: bool) -> None:
+        if not self._buffered:
+            return
+        data = self._buf[0] if len(self._buf) == 1 else np.concatenate(self._buf)
+        n = (self._buffered // self.shard_t) * self.shard_t if full_only else self._buffered
+        if n == 0:
+            return
+        stop = self.written + n
+        if stop > self.array.shape[0]:
+            self.array.resize((stop, *self.frame_shape))
+        self.array[self.written : stop] = data[:n]
+        self.written = stop
+        rest = data[n:]
+        self._buf = [rest] if len(rest) else []
+        self._buffered = len(rest)
+
+    def close(self) -> dict[str, Any]:
+        if self.closed:
+            raise ValueError(f"{self.name}: writer already closed")
+        self._flush(full_only=False)
+        self.closed = True
+        if self.expected is not None:
+            if self.written != self.expected:
+                raise ValueError(
+                    f"{self.entry.video_id}/{self.name}: {self.written} frames written, {self.expected} announced"
+                )
+            checksum = self._hasher.hexdigest()
+        else:
+            if self.array.shape[0] != self.written:
+                self.array.resize((self.written, *self.frame_shape))
+            if self._hasher is not None and self._hasher.frames == self.written == self.hint:
+                checksum = self._hasher.hexdigest()
+            else:
+                checksum = array_checksum(self.array)
+        return {"shape": [self.written, *self.frame_shape], "dtype": str(self.dtype), "checksum": checksum}

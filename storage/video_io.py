@@ -30,7 +30,7 @@ import functools
 import os
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -83,9 +83,17 @@ def is_video_file(path: str | Path) -> bool:
 # ---------------------------------------------------------------------------------------- opening
 def _check_file(path: Path) -> None:
     if not path.exists():
+        if path.is_symlink():
+            raise InvalidVideoError(
+                path, f"dangling symbolic link (points to {os.readlink(path)}, which does not exist)"
+            )
         raise InvalidVideoError(path, "file does not exist")
     if path.is_dir():
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise InvalidVideoError(path, "a folder that cannot be listed (permission denied)")
         raise InvalidVideoError(path, "is a directory, not a video file")
+    if not os.access(path, os.R_OK):
+        raise InvalidVideoError(path, "cannot be read (permission denied)")
     if path.stat().st_size == 0:
         raise InvalidVideoError(path, "file is empty (0 bytes)")
 
@@ -125,6 +133,8 @@ def _open_video(path: Path) -> tuple[av.container.InputContainer, av.video.strea
     _check_file(path)
     try:
         container = av.open(str(path), mode="r")
+    except PermissionError:
+        raise InvalidVideoError(path, "cannot be read (permission denied)") from None
     except (av.error.FFmpegError, UnicodeDecodeError) as e:
         raise InvalidVideoError(path, _open_error_reason(path, e)) from None
     if not container.streams.video:
@@ -518,6 +528,297 @@ def _read_frames_decord(
     if not idx:
         return np.empty((0, h, w, 3), np.uint8)
     return vr.get_batch(idx).asnumpy()
+
+
+# ---------------------------------------------------------------------------------------- ingest
+def _ranges(indices: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted integers -> inclusive runs [(a, b), ...]."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(set(indices)):
+        if out and i == out[-1][1] + 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+def format_ranges(runs: list[tuple[int, int]], limit: int = 6) -> str:
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:limit]]
+    if len(runs) > limit:
+        parts.append(f"... ({len(runs) - limit} more)")
+    return ", ".join(parts)
+
+
+@dataclass
+class DecodeReport:
+    """What decoding one whole video found, as recorded per video by ingest.
+
+    Frame numbers are positions among the frames delivered. ``damaged`` frames decoded, but from
+    a damaged bitstream: flagged corrupt by the decoder, or following a packet that failed to
+    decode, up to the next keyframe (the damage propagates through predicted frames). ``lost``
+    frames never came out: packets that failed to decode, and frames the header declares
+    beyond the end of a truncated file.
+    """
+
+    path: str
+    frames: int = 0
+    declared_frames: int | None = None
+    damaged: list[int] = field(default_factory=list)
+    lost_packets: list[int] = field(default_factory=list)  # position (next frame) of each failed packet
+    lost_at_end: int = 0
+    errors: list[str] = field(default_factory=list)
+    rotation: int = 0  # clockwise degrees applied to every frame (display matrix)
+    fps_declared: float | None = None
+    fps_timestamps: float | None = None
+    vfr: bool = False
+    stopped_at_cap: bool = False
+
+    @property
+    def lost(self) -> int:
+        return len(self.lost_packets) + self.lost_at_end
+
+    @property
+    def bad_frames(self) -> int:
+        return len(set(self.damaged)) + self.lost
+
+    @property
+    def fps(self) -> float | None:
+        """Frames per second: from the timestamps when they are usable, else the stream's rate."""
+        return self.fps_timestamps or self.fps_declared
+
+    def describe_bad(self) -> str:
+        """One line naming the frame ranges: what a failed ingest says."""
+        parts = []
+        if self.damaged:
+            parts.append(f"damaged frames {format_ranges(_ranges(self.damaged))} (decode errors)")
+        if self.lost_packets:
+            where = format_ranges(_ranges(self.lost_packets))
+            parts.append(f"{len(self.lost_packets)} frame(s) lost before frame(s) {where} (undecodable packets)")
+        if self.lost_at_end:
+            parts.append(
+                f"frames {self.frames}-{self.frames + self.lost_at_end - 1} lost (the file ends early: "
+                f"{self.frames} of {self.declared_frames} declared frames decodable)"
+            )
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "frames": self.frames,
+            "declared_frames": self.declared_frames,
+            "damaged_frames": len(set(self.damaged)),
+            "damaged_ranges": [list(r) for r in _ranges(self.damaged)],
+            "lost_frames": self.lost,
+            "lost_before": [list(r) for r in _ranges(self.lost_packets)],
+            "lost_at_end": self.lost_at_end,
+            "bad_frames": self.bad_frames,
+            "errors": self.errors[:10],
+            "rotation": self.rotation,
+            "fps_declared": self.fps_declared,
+            "fps_timestamps": self.fps_timestamps,
+            "vfr": self.vfr,
+            "stopped_at_cap": self.stopped_at_cap,
+        }
+
+
+_ROT_K = {0: 0, 90: -1, 180: 2, 270: 1}  # clockwise degrees -> np.rot90 k
+
+
+def display_rotation(frame: av.VideoFrame) -> int:
+    """Clockwise degrees (0, 90, 180, 270) a player turns this frame by (its display matrix)."""
+    try:
+        ccw = float(frame.rotation or 0)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+    cw = int(round(-ccw / 90.0)) * 90 % 360
+    return cw
+
+
+class VideoStream:
+    """One pass over a whole video, for ingest: RGB batches with the display rotation applied,
+    and a :class:`DecodeReport` of everything that went wrong on the way.
+
+    ``with VideoStream(path) as vs: for batch in vs.batches(16): ...; vs.report``. Memory is one
+    batch. Decoding goes on past damaged packets (each is counted, with where it happened);
+    nothing is silently dropped or repaired. ``height``/``width`` are the displayed size (after
+    rotation), known once the first batch is out.
+    """
+
+    def __init__(self, path: str | Path, *, max_side: int | None = None, allow_odd: bool = False,
+                 apply_rotation: bool = True):
+        self.path = Path(path)
+        self.container, self.stream = _open_video(self.path)
+        try:
+            self.coded_width = int(self.stream.codec_context.width)
+            self.coded_height = int(self.stream.codec_context.height)
+            check_frame_size(self.path, self.coded_width, self.coded_height, max_side=max_side,
+                             allow_odd=allow_odd)
+        except BaseException:
+            self.container.close()
+            raise
+        self.apply_rotation = apply_rotation
+        declared = int(self.stream.frames) if self.stream.frames and self.stream.frames > 0 else None
+        self.report = DecodeReport(path=str(self.path), declared_frames=declared,
+                                   fps_declared=_stream_fps(self.stream))
+        self.height: int | None = None
+        self.width: int | None = None
+
+    def __enter__(self) -> VideoStream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.container.close()
+
+    def _frames(self) -> Iterator[av.VideoFrame]:
+        """Frames in output order; failed packets are noted with their timestamp and skipped.
+
+        Frame threading delivers frames several packets after their packet went in, so damage
+        is placed by timestamp, not by when the error surfaced: see :meth:`_finish`.
+        """
+        rep = self.report
+        self._key_pts: list[int] = []
+        self._bad_pts: list[int] = []
+        self._out_pts: list[int | None] = []
+        self._lost_pts: list[int | None] = []
+        demux = self.container.demux(self.stream)
+        while True:
+            try:
+                packet = next(demux)
+            except StopIteration:
+                break
+            except av.error.FFmpegError as e:  # the container ends inside a packet / is damaged
+                rep.errors.append(f"demux: {e}")
+                break
+            if packet.is_discard:
+                continue
+            if packet.is_keyframe and packet.pts is not None and not packet.is_corrupt:
+                self._key_pts.append(int(packet.pts))
+            if packet.is_corrupt:
+                rep.errors.append(f"corrupt packet (pts {packet.pts})")
+                self._lost(packet)
+                continue
+            try:
+                decoded = packet.decode()
+            except av.error.FFmpegError as e:
+                rep.errors.append(f"undecodable packet (pts {packet.pts}): {e}")
+                self._lost(packet)
+                decoded = []
+            yield from self._deliver_all(decoded)
+            if packet.size == 0:
+                return
+        try:
+            rest = list(self.stream.decode(None))
+        except av.error.FFmpegError as e:
+            rep.errors.append(f"flush: {e}")
+            rest = []
+        yield from self._deliver_all(rest)
+
+    def _lost(self, packet) -> None:
+        self.report.lost_packets.append(self.report.frames)  # placed by timestamp in _finish
+        self._lost_pts.append(None if packet.pts is None else int(packet.pts))
+        if packet.pts is not None:
+            self._bad_pts.append(int(packet.pts))
+        else:
+            self._pts_less_error = True
+
+    def _deliver_all(self, frames) -> Iterator[av.VideoFrame]:
+        for frame in frames:
+            rep = self.report
+            if frame.is_corrupt:
+                rep.damaged.append(rep.frames)
+                if frame.pts is not None:
+                    self._bad_pts.append(int(frame.pts))
+            self._out_pts.append(None if frame.pts is None else int(frame.pts))
+            self._timestamp(frame)
+            yield frame
+            rep.frames += 1
+
+    def _timestamp(self, frame: av.VideoFrame) -> None:
+        if frame.pts is None or frame.time_base is None:
+            self._ts_ok = False
+            return
+        t = float(frame.pts * frame.time_base)
+        last = getattr(self, "_t_last", None)
+        if last is not None:
+            dt = t - last
+            if dt <= 0:
+                self._ts_ok = False
+            else:
+                self._dt_min = min(getattr(self, "_dt_min", dt), dt)
+                self._dt_max = max(getattr(self, "_dt_max", dt), dt)
+        else:
+            self._t_first = t
+        self._t_last = t
+
+    def batches(self, size: int = 16, max_frames: int | None = None) -> Iterator[np.ndarray]:
+        """(b,H,W,3) uint8 RGB batches in display orientation; at most ``max_frames`` frames."""
+        if size < 1:
+            raise ValueError(f"batch size must be >= 1 (got {size})")
+        rep = self.report
+        buf: np.ndarray | None = None
+        n = 0
+        k = 0
+        for frame in self._frames():
+            if max_frames is not None and rep.frames >= max_frames:
+                rep.stopped_at_cap = True
+                break
+            if buf is None:
+                rot = display_rotation(frame) if self.apply_rotation else 0
+                rep.rotation = rot
+                k = _ROT_K.get(rot, 0)
+                h, w = (self.coded_width, self.coded_height) if k in (1, -1) else (self.coded_height, self.coded_width)
+                self.height, self.width = h, w
+                buf = np.empty((size, h, w, 3), np.uint8)
+            rgb = frame.to_ndarray(format="rgb24")
+            if rgb.shape[:2] != (self.coded_height, self.coded_width):
+                raise InvalidVideoError(
+                    self.path,
+                    f"frame {rep.frames} is {rgb.shape[1]}x{rgb.shape[0]}, not "
+                    f"{self.coded_width}x{self.coded_height} (the frame size changes inside the video)",
+                )
+            buf[n] = np.rot90(rgb, k) if k else rgb
+            n += 1
+            if n == size:
+                yield buf.copy()
+                n = 0
+        if n:
+            yield buf[:n].copy()
+        self._finish()
+
+    def _finish(self) -> None:
+        """Place the damage: a failed packet or corrupt frame spoils its group of pictures (the
+        frames predicted from it) from its keyframe up to the next keyframe, by timestamp."""
+        import bisect
+
+        rep = self.report
+        keys = sorted(set(getattr(self, "_key_pts", [])))
+        damaged = set(rep.damaged)
+        out = getattr(self, "_out_pts", [])
+        for b in getattr(self, "_bad_pts", []):
+            i = bisect.bisect_right(keys, b)
+            lo = keys[i - 1] if i > 0 else None
+            hi = keys[i] if i < len(keys) else None
+            for pos, p in enumerate(out):
+                if p is None:
+                    continue
+                if p == b or ((lo is None or p > lo) and (hi is None or p < hi)):
+                    damaged.add(pos)
+        if getattr(self, "_pts_less_error", False):  # no timestamps to place it: all later frames
+            first = min(rep.lost_packets) if rep.lost_packets else 0
+            damaged.update(range(first, rep.frames))
+        rep.damaged = sorted(damaged)
+        shown = sorted(p for p in out if p is not None)
+        rep.lost_packets = [bisect.bisect_left(shown, lp) if lp is not None else pos
+                            for lp, pos in zip(getattr(self, "_lost_pts", []), rep.lost_packets)]
+        if rep.declared_frames is not None and rep.frames < rep.declared_frames and not rep.stopped_at_cap:
+            rep.lost_at_end = max(0, rep.declared_frames - rep.frames - len(rep.lost_packets))
+        if getattr(self, "_ts_ok", True) and rep.frames >= 2 and hasattr(self, "_dt_min"):
+            span = self._t_last - self._t_first
+            if span > 0:
+                rep.fps_timestamps = (rep.frames - 1) / span
+                rep.vfr = rep.lost == 0 and self._dt_max > 1.5 * self._dt_min
 
 
 # ---------------------------------------------------------------------------------------- writing

@@ -80,21 +80,161 @@ def input_hash(entry: VideoEntry, sd: StageDef) -> str:
     return combine_hashes(*parts)
 
 
-def execute_stage(store_url: str, video_id: str, name: str, config: dict[str, Any]) -> dict[str, Any]:
+def dependants(name: str) -> list[str]:
+    """Every stage that reads ``name``'s outputs, directly or through other stages (DAG order)."""
+    stages = load_stages()
+    out: set[str] = set()
+    frontier = {name}
+    while frontier:
+        nxt = {s for s, sd in stages.items() if set(sd.deps) & frontier and s not in out}
+        out |= nxt
+        frontier = nxt
+    return [s for s in ORDER if s in out]
+
+
+def stage_deps() -> dict[str, tuple[str, ...]]:
+    """stage -> the stages it reads (for verifying stores whose records predate ``deps``)."""
+    return {name: sd.deps for name, sd in load_stages().items()}
+
+
+def _inputs_check(store_url: str, video_id: str, sd: StageDef, ihash: str):
+    """A callable: None while the stage's inputs are those it started from, else the reason."""
+
+    def check() -> str | None:
+        try:
+            fresh = DatasetStore.open(store_url).video(video_id)
+            now = input_hash(fresh, sd)
+        except Exception as e:  # an input record vanished or turned incomplete
+            return f"an input is no longer complete ({type(e).__name__}: {e})"
+        if now != ihash:
+            what = "the source file" if sd.external is not None and not sd.deps else "an upstream result"
+            return f"{what} changed (input hash {ihash} -> {now})"
+        return None
+
+    return check
+
+
+def execute_stage(
+    store_url: str, video_id: str, name: str, config: dict[str, Any], verify_done: bool = True
+) -> dict[str, Any]:
     """Run one stage of one video unless its complete record matches config and inputs.
 
-    Returns {"stage", "status": "done"|"skipped", "seconds"}; raises on failure after the stage's
-    failed record has been written.
+    Holds the video's claim (re-entrant: the flow already holds it) so no other process writes
+    the video meanwhile. A complete, current record is checked before it is trusted
+    (``verify_done``: arrays present, recorded shape/dtype and checksums); damaged arrays mark
+    the stage and every stage downstream of it stale, and the stage is recomputed. A stage whose
+    inputs changed while it ran is recorded failed, never done.
+
+    Returns {"stage", "status": "done"|"skipped", "seconds", "repaired"?}; raises on failure
+    after the stage's failed record has been written.
     """
+    from anonymask.storage.claims import claim_video
+
     stages = load_stages()
     sd = stages[name]
     cfg = dict(config.get(name, {}))
-    entry = DatasetStore.open(store_url).video(video_id)
-    ihash = input_hash(entry, sd)
-    chash = config_hash(cfg)
-    if entry.is_done(name, config_hash=chash, input_hash=ihash):
-        return {"stage": name, "status": "skipped", "seconds": 0.0}
-    t0 = time.perf_counter()
-    with entry.stage(name, backend=sd.backend(cfg), config=cfg, input_hash=ihash) as writer:
-        sd.run(entry, cfg, writer)
-    return {"stage": name, "status": "done", "seconds": round(time.perf_counter() - t0, 3)}
+    with claim_video(store_url, video_id):
+        entry = DatasetStore.open(store_url).video(video_id)
+        ihash = input_hash(entry, sd)
+        chash = config_hash(cfg)
+        repaired = None
+        if entry.is_done(name, config_hash=chash, input_hash=ihash):
+            if not verify_done:
+                return {"stage": name, "status": "skipped", "seconds": 0.0}
+            from anonymask.storage.inspect import check_outputs
+
+            problems, _ = check_outputs(entry, entry.record(name))
+            if not problems:
+                return {"stage": name, "status": "skipped", "seconds": 0.0}
+            repaired = "; ".join(f"{n}: {r}" for n, r in problems)
+            marked = entry.mark_stale([name, *dependants(name)], f"damaged: {repaired}")
+            log.warning("%s/%s: damaged (%s); recomputing %s", video_id, name, repaired, ", ".join(marked))
+            entry = DatasetStore.open(store_url).video(video_id)
+        t0 = time.perf_counter()
+        with entry.stage(name, backend=sd.backend(cfg), config=cfg, input_hash=ihash, deps=sd.deps,
+                         inputs_unchanged=_inputs_check(store_url, video_id, sd, ihash)) as writer:
+            sd.run(entry, cfg, writer)
+    out = {"stage": name, "status": "done", "seconds": round(time.perf_counter() - t0, 3)}
+    if repaired:
+        out["repaired"] = repaired
+    return out
+
+
+def run_video(
+    store_url: str,
+    video_id: str,
+    config: dict[str, Any],
+    *,
+    wait: bool | float = False,
+    verify_done: bool = True,
+    run_stage: Callable[..., dict[str, Any]] | None = None,
+    on_stage: Callable[[int, str, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every stage of one video in DAG order, holding the video's claim throughout.
+
+    ``wait``: what to do when another process holds the claim (see ``claim_video``): by default
+    raise :class:`~anonymask.errors.VideoBusyError` at once. ``run_stage`` replaces
+    :func:`execute_stage` (the flow passes its Prefect task); ``on_stage(i, name, result)`` is
+    called after each stage.
+    """
+    from anonymask.storage.claims import claim_video
+
+    run_stage = run_stage or execute_stage
+    results = []
+    with claim_video(store_url, video_id, wait=wait):
+        for i, name in enumerate(ORDER):
+            res = run_stage(store_url, video_id, name, config, verify_done)
+            results.append(res)
+            if on_stage is not None:
+                on_stage(i, name, res)
+    return results
+
+
+def repair_video(store_url: str, video_id: str, problems: list[Any]) -> list[str]:
+    """Prepare one damaged video for recomputation (holding its claim); returns what was marked.
+
+    ``problems``: verify's :class:`~anonymask.storage.inspect.Problem` list for this video. A lost
+    or unreadable video group is recreated from the manifest (its records are gone, so every
+    stage recomputes); a damaged stage and every stage downstream of it are marked stale; a
+    stage whose record vanished while its readers are done gets its readers marked stale.
+    """
+    from anonymask.storage.claims import claim_video
+    from anonymask.storage.store import VideoInfo
+
+    marked: list[str] = []
+    codes = {p.code for p in problems}
+    with claim_video(store_url, video_id, wait=True):
+        store = DatasetStore.open(store_url)
+        rows = {r.get("video_id"): r for r in store.manifest_rows()}
+        if "group" in codes:
+            if store.has_video(video_id):
+                info = rows.get(video_id) or store.video(video_id).attrs.get("info") or {"video_id": video_id}
+            else:
+                info = rows.get(video_id) or {"video_id": video_id}
+            store.group["videos"].create_group(
+                video_id, overwrite=True, attributes={"info": VideoInfo.from_dict(info).to_dict(), "stages": {}}
+            )
+            marked.append("group recreated (every stage recomputes)")
+            store = DatasetStore.open(store_url)
+        if "info" in codes and "group" not in codes:
+            info = rows.get(video_id) or {"video_id": video_id}
+            store.video(video_id).update_attrs(info=VideoInfo.from_dict(info).to_dict())
+            marked.append("info restored from the manifest")
+        if "manifest" in codes or "group" in codes and video_id not in rows:
+            store.register_videos([store.video(video_id).info])
+            marked.append("manifest row added")
+        for p in problems:
+            if p.stage is None or p.code not in ("record", "arrays"):
+                continue
+            entry = DatasetStore.open(store_url).video(video_id)
+            recs = entry.records()
+            if p.code == "arrays" or isinstance(recs.get(p.stage), dict):
+                targets = [p.stage, *dependants(p.stage)]
+            else:  # the record itself is gone or malformed: the stage reruns, and its readers too
+                targets = dependants(p.stage)
+                if p.stage in recs:
+                    recs.pop(p.stage)
+                    entry.group.attrs["stages"] = recs
+                    entry = DatasetStore.open(store_url).video(video_id)
+            marked += [f"{s} stale" for s in entry.mark_stale(targets, f"damaged: {p.what}: {p.reason}")]
+    return marked

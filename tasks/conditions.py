@@ -1,13 +1,19 @@
 """Stage ``conditions``: ControlNet inputs per tubelet, computed exactly from the render (depth,
-OpenPose skeleton, face points) -> ``tubelets/<j>/cond_{depth,pose,face}``."""
+OpenPose skeleton, face points) -> ``tubelets/<j>/cond_{depth,pose,face}``.
+
+Window by window; the depth image's normalisation range is the whole tubelet's (gathered in a
+first pass), so a long video gives the same images as one processed whole.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
 
@@ -18,23 +24,37 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.refine.conditions import (
         depth_condition,
         face_condition,
+        inverse_depth_range,
         openpose_condition,
         smplh_to_openpose18,
     )
 
     if cfg.get("backend", "render") != "render":
         raise ValueError("conditions backend: only 'render' (exact, from the avatar render) is available offline")
-    depth = entry.read("render/depth")
+    depth = entry.array("render/depth")
     joints2d = entry.read("render/joints2d")
     face5 = entry.read("render/face5_2d")
     face = entry.read("render/face_2d")
+    windows = frame_windows(int(depth.shape[0]), int(cfg.get("window", WINDOW_FRAMES)))
+
+    def depth_crop(boxes, size, win):
+        return crop_tubelet(np.asarray(depth[win.core]), boxes[win.core], size, border="constant", value=0.0,
+                            interpolation="nearest")
+
     for j in tubelet_ids(entry):
         boxes = entry.read(f"tubelets/{j}/box")
+        t_len = boxes.shape[0]
         size = int(entry.array(f"tubelets/{j}/rgb").shape[1])
-        d = crop_tubelet(depth, boxes, size, border="constant", value=0.0, interpolation="nearest")
-        w.write(f"tubelets/{j}/cond_depth", depth_condition(d))
-        op, vis = smplh_to_openpose18(points_to_crop(joints2d[:, j], boxes, size),
-                                      face5=points_to_crop(face5[:, j], boxes, size))
-        w.write(f"tubelets/{j}/cond_pose", openpose_condition(op, size, visibility=vis))
-        fp = points_to_crop(face[:, j], boxes, size)
-        w.write(f"tubelets/{j}/cond_face", face_condition(fp, size, visibility=np.isfinite(fp[..., 0])))
+        ranges = [r for r in (inverse_depth_range(depth_crop(boxes, size, win)) for win in windows) if r]
+        inv_range = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
+        with contextlib.ExitStack() as stack:
+            out_d, out_p, out_f = (stack.enter_context(w.frames(f"tubelets/{j}/cond_{k}", (size, size, 3), np.uint8,
+                                                                  t_len)) for k in ("depth", "pose", "face"))
+            for win in windows:
+                b = boxes[win.core]
+                out_d.write(depth_condition(depth_crop(boxes, size, win), inv_range=inv_range))
+                op, vis = smplh_to_openpose18(points_to_crop(joints2d[win.core, j], b, size),
+                                              face5=points_to_crop(face5[win.core, j], b, size))
+                out_p.write(openpose_condition(op, size, visibility=vis))
+                fp = points_to_crop(face[win.core, j], b, size)
+                out_f.write(face_condition(fp, size, visibility=np.isfinite(fp[..., 0])))

@@ -1,5 +1,12 @@
 """Stage ``ingest``: decode the source video into ``raw`` (resized so its long side <= max_side).
 
+Streams: one batch of frames in memory, written shard by shard, so a video of any length ingests
+in the same memory. Every frame is kept unless the user sets ``ingest.max_frames`` (the cap is
+then recorded in the video's attrs and shown by ``status``). The display rotation of the file is
+applied, fps comes from the frames' timestamps (variable-frame-rate files), and decode errors and
+lost frames are counted per video: more than ``ingest.max_bad_frames`` of them fail the video
+with the file and the frame ranges named.
+
 For datasets with ground truth (the synthetic demo data) it also copies the ground truth into
 ``gt/*`` so every later metric reads it from the store.
 """
@@ -15,8 +22,11 @@ import numpy as np
 from anonymask.errors import InvalidVideoError
 from anonymask.storage.hashing import file_checksum
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.video_io import probe, read_frames
+from anonymask.storage.video_io import VideoStream
 from anonymask.tasks.common import stage
+
+#: frames decoded, resized and written per step (one store chunk)
+BATCH = 16
 
 
 def target_size(h: int, w: int, max_side: int | None) -> tuple[int, int]:
@@ -48,25 +58,55 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
-    meta = probe(info.path, exact=False, allow_odd=True)
-    frames = read_frames(info.path, max_frames=cfg.get("max_frames"), allow_odd=True)
-    if frames.shape[0] == 0:
-        raise InvalidVideoError(info.path, "no frames decoded")
-    hw = target_size(frames.shape[1], frames.shape[2], cfg.get("max_side"))
-    frames = resize_video(frames, hw)
-    w.write("raw", frames)
+    cap = cfg.get("max_frames")
+    cap = None if cap in (None, 0, "") else int(cap)
+    max_bad = int(cfg.get("max_bad_frames") or 0)
+    fw = None
+    hw = None
+    with VideoStream(info.path, allow_odd=True) as vs:
+        declared = vs.report.declared_frames
+        for batch in vs.batches(BATCH, max_frames=cap):
+            if fw is None:
+                hw = target_size(vs.height, vs.width, cfg.get("max_side"))
+                hint = min(declared, cap) if declared and cap else declared
+                fw = entry.frame_writer("raw", (*hw, 3), np.uint8, hint=hint)
+            fw.write(resize_video(batch, hw))
+        rep = vs.report
+        source_hw = (vs.height, vs.width)
+    if fw is None or rep.frames == 0:
+        why = rep.describe_bad()
+        raise InvalidVideoError(info.path, "no frame could be decoded" + (f" ({why})" if why else ""))
+    if rep.bad_frames > max_bad:
+        raise InvalidVideoError(
+            info.path,
+            f"{rep.bad_frames} damaged or lost frame(s), more than ingest.max_bad_frames={max_bad}: "
+            f"{rep.describe_bad()}",
+        )
+    w.add_output("raw", fw.close())
+    fps = rep.fps
+    if not fps:
+        raise InvalidVideoError(info.path, "no frame rate: neither usable timestamps nor a stream rate")
     entry.update_attrs(
         source=str(info.path),
         source_checksum=file_checksum(info.path),
-        fps=float(meta.fps),
-        frames=int(frames.shape[0]),
+        fps=float(fps),
+        fps_declared=rep.fps_declared,
+        variable_frame_rate=bool(rep.vfr),
+        rotation=int(rep.rotation),
+        frames=int(rep.frames),
         height=int(hw[0]),
         width=int(hw[1]),
-        source_size=[int(meta.height), int(meta.width)],
+        source_size=[int(source_hw[0]), int(source_hw[1])],
+        # a user's cap: how many frames the source has (when its header says) and what was kept
+        frame_cap=cap if rep.stopped_at_cap else None,
+        source_frames=declared,
+        decode=rep.to_dict(),
     )
     gt = (info.extra or {}).get("gt")
     if gt:
         from anonymask.tasks.gt import ingest_ground_truth
 
-        ingest_ground_truth(entry, gt, w, frames.shape[0], (meta.height, meta.width), hw)
-    w.metric(frames=int(frames.shape[0]), fps=float(meta.fps))
+        ingest_ground_truth(entry, gt, w, rep.frames, source_hw, hw)
+    w.metric(frames=int(rep.frames), fps=float(fps), bad_frames=int(rep.bad_frames))
+    if rep.stopped_at_cap:
+        w.metric(frame_cap=int(cap))

@@ -1,11 +1,15 @@
 """Stage ``merge``: avatars composited over the inpainted video -> ``merged`` (x_ddot, the
-paper's "Render" variant when no refinement follows)."""
+paper's "Render" variant when no refinement follows). Per frame, so it runs window by window:
+memory is one window whatever the video's length."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
 from anonymask.tasks.common import stage
 
 
@@ -13,4 +17,8 @@ from anonymask.tasks.common import stage
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.compose.merge import merge
 
-    w.write("merged", merge(entry.read("inpainted"), entry.read("render/rgb"), entry.read("render/mask")))
+    x_dot, rgb, mask = entry.array("inpainted"), entry.array("render/rgb"), entry.array("render/mask")
+    t_len = int(x_dot.shape[0])
+    with w.frames("merged", x_dot.shape[1:], np.uint8, t_len) as out:
+        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+            out.write(merge(np.asarray(x_dot[win.read]), np.asarray(rgb[win.read]), np.asarray(mask[win.read])))

@@ -12,29 +12,50 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import track_alphas, tubelet_ids
 
 
 @stage("reintegrate", deps=("inpaint", "refine", "tubelets", "segment", "render"), backend=lambda c: "feather")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+    """Per frame, so window by window: memory is one window whatever the video's length."""
     from anonymask.models.compose.reintegrate import public_mask, reintegrate
-    from anonymask.models.metrics import person_leak
+    from anonymask.models.metrics import person_leak_counts
 
-    x_dot = entry.read("inpainted")
-    alphas_all = track_alphas(entry)
+    x_dot = entry.array("inpainted")
+    t_len, h, wd = (int(x) for x in x_dot.shape[:3])
     ids = tubelet_ids(entry)
-    crops = [entry.read(f"tubelets/{j}/refined") for j in ids]
+    crops = [entry.array(f"tubelets/{j}/refined") for j in ids]
     boxes = [entry.read(f"tubelets/{j}/box") for j in ids]
-    alphas = [alphas_all[j] for j in ids]
-    x_tilde = reintegrate(x_dot, crops, boxes, alphas) if ids else x_dot.copy()
-    sil = entry.read("render/track_masks")
     size = int(crops[0].shape[1]) if crops else None
-    r = public_mask([sil[:, j] for j in ids], alphas=alphas, boxes=boxes, crop_size=size) if ids else \
-        np.zeros(x_dot.shape[:3], bool)
-    w.write("anonymized", x_tilde)
-    w.write("public_mask", r)
-    w.metric(public_fraction=float(r.mean()))
-    if entry.has_array("gt/person_mask"):
-        w.metric(person_leak=person_leak(entry.read("raw"), x_tilde, entry.read("gt/person_mask"),
-                                         entry.read("gt/background")))
+    sil = entry.array("render/track_masks")
+    gt = entry.has_array("gt/person_mask")
+    bg = entry.read("gt/background") if gt else None
+    public_px = 0
+    leaked = distinguishable = 0
+    with w.frames("anonymized", (h, wd, 3), np.uint8, t_len) as out_x, \
+            w.frames("public_mask", (h, wd), bool, t_len) as out_r:
+        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+            xd = np.asarray(x_dot[win.core])
+            if ids:
+                alphas_all = track_alphas(entry, win.core)
+                alphas = [alphas_all[j] for j in ids]
+                c = [np.asarray(a[win.core]) for a in crops]
+                b = [bx[win.core] for bx in boxes]
+                x_tilde = reintegrate(xd, c, b, alphas)
+                s = np.asarray(sil[win.core])
+                r = public_mask([s[:, j] for j in ids], alphas=alphas, boxes=b, crop_size=size)
+            else:
+                x_tilde, r = xd.copy(), np.zeros(xd.shape[:3], bool)
+            out_x.write(x_tilde)
+            out_r.write(r)
+            public_px += int(np.count_nonzero(r))
+            if gt:
+                lk, n = person_leak_counts(entry.read("raw", win.core), x_tilde,
+                                           entry.read("gt/person_mask", win.core), bg)
+                leaked += lk
+                distinguishable += n
+    w.metric(public_fraction=public_px / float(max(t_len * h * wd, 1)))
+    if gt:
+        w.metric(person_leak=leaked / distinguishable if distinguishable else float("nan"))

@@ -13,12 +13,15 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks_io import read_tracks
+from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.motion import motion_prefix
 
 
 @stage("render", deps=("pose4d", "motion"), backend=lambda c: "pyrender")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+    """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
+    of a whole long video would not fit in memory); per-frame images stream to the store."""
     from anonymask.models.body.appearance import AppearanceBank
     from anonymask.models.body.landmarks import face_landmarks
     from anonymask.models.body.model import get_body_model
@@ -33,22 +36,41 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     body = get_body_model()
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
     tracks = [body.reshape_track(tr, av.betas, keep="feet") for tr, av in zip(tracks, avatars)]
-    out = render_sequence(body, tracks, avatars, camera)
-    t_len, n = out["masks"].shape[:2]
-    w.write("render/rgb", out["rgb"])
-    w.write("render/depth", out["depth"])
-    w.write("render/mask", out["masks"].any(axis=1))
-    w.write("render/track_masks", out["masks"])
-    # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render (NaN when absent)
-    joints2d = camera.project(out["joints"]).astype(np.float32)
-    face5 = camera.project(out["keypoints"][..., :5, :]).astype(np.float32)
+    t_len = tracks[0].num_frames if tracks else entry.num_frames
+    n = len(tracks)
     _, face_ids = face_landmarks(body)
+    joints2d = np.full((t_len, n, 52, 2), np.nan, np.float32)
+    face5 = np.full((t_len, n, 5, 2), np.nan, np.float32)
     face = np.full((t_len, n, len(face_ids), 2), np.nan, np.float32)
-    for j, tr in enumerate(tracks):
-        ok = tr.valid
-        face[ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
+    covered = 0
+    with w.frames("render/rgb", (h, wd, 3), np.uint8, t_len) as f_rgb, \
+            w.frames("render/depth", (h, wd), np.float32, t_len) as f_depth, \
+            w.frames("render/mask", (h, wd), bool, t_len) as f_mask, \
+            w.frames("render/track_masks", (n, h, wd), bool, t_len) as f_tracks:
+        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+            part = [tr.slice(win.core) for tr in tracks]
+            if part:
+                out = render_sequence(body, part, avatars, camera)
+            else:  # nobody to draw: empty layers of the window's length
+                m = len(win)
+                out = {"rgb": np.zeros((m, h, wd, 3), np.uint8), "depth": np.zeros((m, h, wd), np.float32),
+                       "masks": np.zeros((m, 0, h, wd), bool), "joints": np.zeros((m, 0, 52, 3), np.float32),
+                       "keypoints": np.zeros((m, 0, 21, 3), np.float32)}
+            f_rgb.write(out["rgb"])
+            f_depth.write(out["depth"])
+            any_mask = out["masks"].any(axis=1)
+            f_mask.write(any_mask)
+            f_tracks.write(out["masks"])
+            covered += int(np.count_nonzero(any_mask))
+            # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render
+            joints2d[win.core] = camera.project(out["joints"]).astype(np.float32)
+            face5[win.core] = camera.project(out["keypoints"][..., :5, :]).astype(np.float32)
+            for j, tr in enumerate(part):
+                ok = tr.valid
+                if ok.any():
+                    face[win.core][ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
     w.write("render/joints2d", joints2d, frame_chunked=False)
     w.write("render/face5_2d", face5, frame_chunked=False)
     w.write("render/face_2d", face, frame_chunked=False)
     w.write("render/avatar_ids", np.array([a.index for a in avatars], np.int32), frame_chunked=False)
-    w.metric(avatars=[int(a.index) for a in avatars], render_fraction=float(out["masks"].any(axis=1).mean()))
+    w.metric(avatars=[int(a.index) for a in avatars], render_fraction=covered / float(max(t_len * h * wd, 1)))

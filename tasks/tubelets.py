@@ -1,39 +1,70 @@
 """Stage ``tubelets``: per person, temporally smooth square boxes around (avatar | person mask)
-and the fixed-size crops of x_ddot -> ``tubelets/<j>/{box,rgb}``."""
+and the fixed-size crops of x_ddot -> ``tubelets/<j>/{box,rgb}``.
+
+Two passes over windows of frames, so memory does not grow with the video: pass 1 gathers each
+person's tight box per frame (four numbers a frame), the boxes are smoothed over the whole video
+at once, pass 2 crops ``merged`` window by window.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
 from anonymask.tasks.common import stage
 
 
-def track_alphas(entry: VideoEntry) -> list[np.ndarray]:
+def track_alphas(entry: VideoEntry, frames: slice | None = None) -> list[np.ndarray]:
     """Reintegration alpha per track: its feathered person mask, and 1 on its avatar (an avatar
-    with a different body shape may reach outside the real person's mask)."""
-    sil = entry.read("render/track_masks")
-    alphas = entry.read("person_track_alphas").astype(np.float32) / 255.0 if entry.has_array(
-        "person_track_alphas") else np.zeros(sil.shape, np.float32)
+    with a different body shape may reach outside the real person's mask). ``frames``: only
+    those frames (a window)."""
+    sel = frames if frames is not None else slice(None)
+    sil = np.asarray(entry.array("render/track_masks")[sel])
+    if entry.has_array("person_track_alphas"):
+        alphas = np.asarray(entry.array("person_track_alphas")[sel]).astype(np.float32) / 255.0
+    else:
+        alphas = np.zeros(sil.shape, np.float32)
     return [np.maximum(alphas[:, j], sil[:, j].astype(np.float32)) for j in range(sil.shape[1])]
+
+
+def track_count(entry: VideoEntry) -> int:
+    return int(entry.array("render/track_masks").shape[1])
 
 
 @stage("tubelets", deps=("merge", "render", "segment"), backend=lambda c: "smooth-square")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.compose.tubelets import crop_tubelet, tubelet_boxes
+    from anonymask.models.compose.tubelets import boxes_from_extents, crop_tubelet, mask_extents
 
     size = int(cfg.get("size", 128))
-    merged = entry.read("merged")
-    alphas = track_alphas(entry)
-    for j, a in enumerate(alphas):
-        if not (a > 0).any():
-            continue
-        boxes = tubelet_boxes(a > 0, margin=float(cfg.get("margin", 0.15)), sigma=float(cfg.get("smooth", 3.0)))
-        w.write(f"tubelets/{j}/box", boxes.astype(np.float32), frame_chunked=False)
-        w.write(f"tubelets/{j}/rgb", crop_tubelet(merged, boxes, size))
-    w.metric(tubelets=len(alphas), tubelet_size=size)
+    win_frames = int(cfg.get("window", WINDOW_FRAMES))
+    merged = entry.array("merged")
+    t_len, h, wd = (int(x) for x in merged.shape[:3])
+    n = track_count(entry)
+    if "tubelets" in entry.group:  # a previous run's tubelets (maybe more people) must not linger
+        del entry.group["tubelets"]
+    windows = frame_windows(t_len, win_frames)
+    ext = np.full((n, t_len, 4), np.nan)
+    present = np.zeros((n, t_len), bool)
+    for win in windows:
+        for j, a in enumerate(track_alphas(entry, win.core)):
+            ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
+    people = [j for j in range(n) if present[j].any()]
+    boxes = {j: boxes_from_extents(ext[j], present[j], (h, wd), margin=float(cfg.get("margin", 0.15)),
+                                   sigma=float(cfg.get("smooth", 3.0))) for j in people}
+    for j in people:
+        w.write(f"tubelets/{j}/box", boxes[j].astype(np.float32), frame_chunked=False)
+    with contextlib.ExitStack() as stack:
+        crops = [stack.enter_context(w.frames(f"tubelets/{j}/rgb", (size, size, 3), np.uint8, t_len))
+                 for j in people]
+        for win in windows:
+            block = np.asarray(merged[win.core])
+            for j, out in zip(people, crops):
+                out.write(crop_tubelet(block, boxes[j][win.core], size))
+    w.metric(tubelets=n, tubelet_size=size)
 
 
 def tubelet_ids(entry: VideoEntry) -> list[int]:

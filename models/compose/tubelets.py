@@ -67,8 +67,29 @@ def tubelet_boxes(
     m = as_bool(mask)
     if m.ndim != 3:
         raise ValueError(f"tubelet_boxes: mask must be (T,H,W), got {m.shape}")
-    t_len, h, w = m.shape
+    _, h, w = m.shape
     ext, present = mask_extents(m)
+    return boxes_from_extents(ext, present, (h, w), margin=margin, sigma=sigma, min_size=min_size,
+                              keep_inside=keep_inside, constant_size=constant_size)
+
+
+def boxes_from_extents(
+    ext: np.ndarray,
+    present: np.ndarray,
+    frame_hw: tuple[int, int],
+    margin: float = 0.1,
+    sigma: float = 3.0,
+    min_size: float = 16.0,
+    keep_inside: bool = True,
+    constant_size: bool = False,
+) -> np.ndarray:
+    """:func:`tubelet_boxes` from the per-frame tight boxes (T,4) and 'present' (T,) of
+    :func:`mask_extents`: a few numbers per frame, so a long video's extents can be gathered
+    window by window and the boxes smoothed over the whole video at once."""
+    ext = np.array(ext, np.float64)
+    present = np.asarray(present, bool)
+    t_len = ext.shape[0]
+    h, w = frame_hw
     if not present.any():
         raise NoPersonError("tubelet_boxes: the person's mask is empty in every frame")
     t = np.arange(t_len, dtype=np.float64)

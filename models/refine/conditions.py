@@ -171,15 +171,32 @@ def face_mesh_contours() -> list[tuple[int, int]]:
     return sorted(fmc.FACEMESH_CONTOURS)
 
 
+def inverse_depth_range(depth: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, float] | None:
+    """(min, max) of 1/z over the avatar pixels of ``depth`` (T,S,S), None if there are none.
+
+    ``depth_condition`` normalises with the whole clip's range; for a long clip handled window by
+    window, take the min of the mins and the max of the maxes and pass it as ``inv_range``."""
+    z = np.asarray(depth, np.float64)
+    valid = np.isfinite(z) & (z > 0)
+    if mask is not None:
+        valid &= np.asarray(mask) > 0
+    if not valid.any():
+        return None
+    inv = 1.0 / z[valid]
+    return float(inv.min()), float(inv.max())
+
+
 def depth_condition(
-    depth: np.ndarray, mask: np.ndarray | None = None, far_level: int = 80
+    depth: np.ndarray, mask: np.ndarray | None = None, far_level: int = 80,
+    inv_range: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """Depth ControlNet images (T,S,S,3) uint8 from rendered depth (T,S,S) (camera z, any unit).
 
     Inverse depth 1/z is normalised over the whole clip (not per frame, so brightness does not
     flicker): the nearest avatar point of the clip maps to 255, the farthest to ``far_level``, so
     the avatar stays distinct from the black background. ``mask`` (T,S,S): avatar pixels; by
-    default those with finite z > 0 (renderers write 0 where nothing is hit).
+    default those with finite z > 0 (renderers write 0 where nothing is hit). ``inv_range``:
+    the clip's (min, max) of 1/z when ``depth`` is only part of it (``inverse_depth_range``).
     """
     z = np.asarray(depth, np.float64)
     if z.ndim != 3:
@@ -192,7 +209,7 @@ def depth_condition(
         return out
     inv = np.zeros_like(z)
     inv[valid] = 1.0 / z[valid]
-    lo, hi = inv[valid].min(), inv[valid].max()
+    lo, hi = inv_range if inv_range is not None else (inv[valid].min(), inv[valid].max())
     if hi > lo:
         norm = (inv - lo) / (hi - lo)
     else:

@@ -97,8 +97,11 @@ def test_register_is_idempotent_and_keeps_records(tmp_path):
 
 
 def test_open_errors_are_clear(tmp_path):
-    with pytest.raises(StoreError, match="not a Zarr store"):
+    with pytest.raises(StoreError, match="nothing.zarr: no such store"):
         DatasetStore.open(str(tmp_path / "nothing.zarr"), mode="r")
+    (tmp_path / "empty.zarr").mkdir()
+    with pytest.raises(StoreError, match="not a Zarr store"):
+        DatasetStore.open(str(tmp_path / "empty.zarr"), mode="r")
     s = make_store(str(tmp_path / "d.zarr"))
     with pytest.raises(StoreError, match="no video 'nope'"):
         s.video("nope")
