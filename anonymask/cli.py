@@ -46,8 +46,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not args.repair or res.ok:
         return 0 if res.ok else EXIT_SOME_FAILED
     from anonymask.flows.repair import repair_store
+    from anonymask.runlog import run_log
 
-    report = repair_store(args.store, res, log_dir=args.log_dir)
+    with run_log("repair", args.log_dir) as log_path:
+        report = repair_store(args.store, res)
+    if report.get("summary"):
+        report["summary"]["log"] = str(log_path)
     for vid, marked in report["marked"].items():
         print(f"repair  {vid}: {'; '.join(marked) or 'nothing to mark'}")
     summary = report.get("summary")

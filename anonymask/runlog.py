@@ -30,6 +30,16 @@ def log_dir() -> Path:
     return data_root() / "logs"
 
 
+class _DropDuplicates(logging.Filter):
+    """Prefect logs a failed task twice ("failed with state" and "Finished in state"): keep one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Task run failed with state")
+
+
+_DROP = _DropDuplicates()
+
+
 class OneLineFormatter(logging.Formatter):
     """Wraps a handler's formatter: the same text without the traceback or stack."""
 
@@ -85,6 +95,7 @@ def run_log(name: str, folder: Path | None = None) -> Iterator[Path]:
             continue
         wrapped.append((h, h.formatter))
         h.setFormatter(OneLineFormatter(h.formatter))
+        h.addFilter(_DROP)
     ours = logging.getLogger("anonymask")
     old_level = ours.level
     if ours.getEffectiveLevel() > logging.INFO:
@@ -100,4 +111,5 @@ def run_log(name: str, folder: Path | None = None) -> Iterator[Path]:
         ours.setLevel(old_level)
         for h, f in wrapped:
             h.setFormatter(f)
+            h.removeFilter(_DROP)
         fh.close()

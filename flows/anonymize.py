@@ -163,7 +163,13 @@ def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, work
     config = pipeline_config(dataset, overrides)
     rcfg = runner_config(runner_overrides, workers=workers)
     adapter = get_adapter(dataset, source)
-    infos = list(adapter.records())
+    infos, seen = [], set()
+    for info in adapter.records():  # an adapter that lists a video twice must not run it twice
+        if info.video_id in seen:
+            logger.warning("%s: listed twice by the %s adapter; processed once", info.video_id, dataset)
+            continue
+        seen.add(info.video_id)
+        infos.append(info)
     if video_ids:
         wanted = set(video_ids)
         unknown = wanted - {i.video_id for i in infos}

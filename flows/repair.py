@@ -3,15 +3,15 @@
 From verify's findings: store-level groups whose metadata vanished are recreated (their children
 are intact); each damaged video is prepared under its claim (``tasks.common.repair_video``: lost
 groups recreated from the manifest, damaged stages and everything downstream marked stale); then
-the anonymize flow runs on exactly those videos with the configuration their records carry, so
-the repaired results equal what a clean run gives.
+exactly those videos are run again, in this process and under their claims, with the
+configuration their records carry, so the repaired results equal what a clean run gives.
+(``anonymize`` repairs the same way on its own when it meets a damaged stage.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from anonymask.storage.hashing import canonical_json
 from anonymask.storage.inspect import VerifyResult
 from anonymask.storage.store import DatasetStore
 
@@ -44,9 +44,10 @@ def video_config(store: DatasetStore, video_id: str) -> dict[str, Any]:
     return cfg
 
 
-def repair_store(store_url: str, res: VerifyResult, log_dir: str | None = None,
-                 run: bool = True) -> dict[str, Any]:
+def repair_store(store_url: str, res: VerifyResult, run: bool = True) -> dict[str, Any]:
     """Repair what ``res`` (verify's result) found; returns what was marked and the run summary."""
+    import time
+
     from anonymask.tasks.common import repair_video
 
     out: dict[str, Any] = {"root": _repair_root(store_url, res), "marked": {}, "summary": None}
@@ -60,38 +61,36 @@ def repair_store(store_url: str, res: VerifyResult, log_dir: str | None = None,
         out["marked"][vid] = repair_video(store_url, vid, problems)
     if not damaged or not run:
         return out
-    store = DatasetStore.open(store_url)
-    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
-    for vid in damaged:
-        cfg = video_config(store, vid)
-        groups.setdefault(canonical_json(cfg), (cfg, []))[1].append(vid)
-    summaries = [_run(store, cfg, vids, log_dir) for cfg, vids in groups.values()]
-    out["summary"] = _merge(summaries)
+    t0 = time.perf_counter()
+    rows = [_rerun(store_url, vid) for vid in damaged]
+    wall = time.perf_counter() - t0
+    failed = [r for r in rows if r["error"]]
+    out["summary"] = {
+        "videos": len(rows), "done": len(rows) - len(failed), "skipped": 0, "failed": len(failed),
+        "frames": sum(r["frames"] for r in rows if not r["error"]), "seconds": round(wall, 2),
+        "frames_per_s": sum(r["frames"] for r in rows) / wall if wall > 0 else 0.0,
+        "failures": [{"video": r["video"], "stage": r["stage"], "error": r["error"]} for r in failed],
+        "repaired": [], "waited": [],
+    }
     return out
 
 
-def _run(store: DatasetStore, cfg: dict[str, Any], video_ids: list[str], log_dir: str | None) -> dict[str, Any]:
-    from anonymask.flows.anonymize import anonymize
+def _rerun(store_url: str, video_id: str) -> dict[str, Any]:
+    """Every stage of one video again (stale and missing ones recompute, sound ones are skipped)."""
+    import logging
 
-    state = anonymize(dataset=store.dataset, source=store.attrs.get("source") or None, store=store.url,
-                      overrides=cfg, video_ids=video_ids, log_dir=log_dir, return_state=True)
-    res = state.result(raise_on_failure=False)
-    if isinstance(res, dict) and "videos" in res:
-        return res
-    err = f"{type(res).__name__}: {res}" if isinstance(res, BaseException) else (state.message or state.name)
-    return {"videos": len(video_ids), "done": 0, "skipped": 0, "failed": len(video_ids), "frames": 0,
-            "seconds": 0.0, "frames_per_s": 0.0, "repaired": [], "waited": [],
-            "failures": [{"video": v, "stage": "", "error": f"repair run could not start: {err}"} for v in video_ids]}
+    from anonymask.tasks.common import ORDER, run_video
+    from anonymask.tasks.prefect_tasks import failure_message
 
-
-def _merge(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    if len(summaries) == 1:
-        return summaries[0]
-    m: dict[str, Any] = {k: sum(s.get(k, 0) for s in summaries)
-                         for k in ("videos", "done", "skipped", "failed", "frames", "seconds")}
-    m["frames_per_s"] = m["frames"] / m["seconds"] if m["seconds"] else 0.0
-    for k in ("failures", "repaired", "waited"):
-        m[k] = [x for s in summaries for x in s.get(k, [])]
-    m["log"] = ", ".join(s["log"] for s in summaries if s.get("log"))
-    return m
-
+    store = DatasetStore.open(store_url)
+    cfg = video_config(store, video_id)
+    done: list[str] = []
+    try:
+        run_video(store_url, video_id, cfg, wait=True, on_stage=lambda i, name, r: done.append(name))
+    except Exception as e:
+        stage = ORDER[len(done)] if len(done) < len(ORDER) else ""
+        logging.getLogger("anonymask").error("repair of %s failed", video_id, exc_info=True)
+        return {"video": video_id, "stage": stage, "error": failure_message(stage, e).partition(": ")[2],
+                "frames": 0}
+    frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
+    return {"video": video_id, "stage": "", "error": "", "frames": frames}

@@ -69,7 +69,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
             read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
             backfill=bool(cfg.get("backfill", True)),
-            min_visible_frames=int(cfg.get("min_visible_frames", 2)), max_gap=int(cfg.get("max_gap", 10)),
+            min_visible_frames=min(int(cfg.get("min_visible_frames", 2)), t_len),  # one frame is a video too
+            max_gap=int(cfg.get("max_gap", 10)),
             keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", True)),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
             )

@@ -15,6 +15,7 @@ Rows that name no video raise DatasetError (``strict=False``: a warning).
 from __future__ import annotations
 
 import csv
+import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,15 +35,35 @@ _SPLIT_WORDS = {
 
 
 def list_videos(root: Path, extensions=FOLDER_EXTENSIONS) -> list[Path]:
-    """Video files under ``root`` (hidden files and folders skipped), sorted."""
-    out = []
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if p.is_file() and p.suffix.lower() in extensions:
-            out.append(p)
-    return sorted(out)
+    """Video files under ``root`` (hidden files and folders skipped), sorted.
+
+    Also listed, so that they are reported as failed instead of silently skipped: symbolic links
+    with a video extension whose target is gone (dangling), files with a video extension that
+    cannot be read, and sub-folders that cannot be listed (permission denied): each later fails
+    at ingest with the file and the reason named.
+    """
+    out: list[Path] = []
+    unreadable: list[Path] = []
+
+    def onerror(err: OSError) -> None:
+        if err.filename and Path(err.filename) != root:
+            unreadable.append(Path(err.filename))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        base = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            p = base / name
+            if p.suffix.lower() in extensions and (p.is_file() or p.is_symlink()):
+                out.append(p)
+        for d in dirnames:  # a folder os.walk cannot enter is reported through onerror
+            q = base / d
+            if q.is_symlink() and q.suffix.lower() in extensions:
+                out.append(q)
+    out += [p for p in unreadable if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+    return sorted(set(out))
 
 
 @register
@@ -151,5 +172,6 @@ class FolderDataset(DatasetAdapter):
                 label=label,
                 label_name=self._classes[label] if label is not None else None,
                 split={"split": split or "unused"} if self.has_split else {},
-                extra={"relative_path": path.relative_to(self.root).as_posix()},
+                extra={"relative_path": path.relative_to(self.root).as_posix(),
+                       **({"entry": "unreadable folder"} if path.is_dir() and not path.is_symlink() else {})},
             )
