@@ -60,7 +60,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     after = verify_store(DatasetStore.open(args.store, mode="r"), deps=deps)
     print("after repair:")
     _print_verify(after, args.json)
-    return 0 if after.ok else EXIT_SOME_FAILED
+    unrepaired = summary["failed"] if summary else 0
+    if unrepaired:
+        print(f"NOT REPAIRED: {unrepaired} video(s) failed to recompute (see FAILED above)")
+    return 0 if after.ok and not unrepaired else EXIT_SOME_FAILED
 
 
 def _print_verify(res, as_json: bool) -> None:

@@ -72,8 +72,31 @@ def test_end_to_end_resume_and_config_change(prefect_api, tiny_copy, tmp_path):
         downstream = stage in ("inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate", "audit")
         assert changed == downstream, (vid, stage)
 
+    # damage found on resume is repaired: the damaged stage and what follows it are recomputed
+    vid = "s02_a01_r01"
+    e = DatasetStore.open(str(store)).video(vid)
+    good = e.read("merged")
+    shard = max((p for p in (store / "videos" / vid / "merged" / "c").rglob("*") if p.is_file()),
+                key=lambda p: p.stat().st_size)
+    shard.unlink()  # a deleted chunk reads back as zeros: only the checksum can tell
+    assert not verify_store(DatasetStore.open(str(store))).ok
+    before = finished_at(str(store))
+    state, summary = run(tiny_copy, store, overrides={**GT, "inpaint": {"backend": "opencv"}})
+    assert summary["done"] == 1 and summary["skipped"] == 2 and summary["failed"] == 0
+    assert [r["video"] for r in summary["repaired"]] == [vid] and "checksum mismatch" in summary["repaired"][0]["what"]
+    after = finished_at(str(store))
+    for (v, stage), t in before.items():
+        assert (after[(v, stage)] != t) == (v == vid and stage in ("merge", "tubelets", "conditions", "refine",
+                                                                     "reintegrate")), (v, stage)
+    assert verify_store(DatasetStore.open(str(store))).ok
+    np.testing.assert_array_equal(DatasetStore.open(str(store)).video(vid).read("merged"), good)
 
-def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path):
+
+def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path, capsys):
+    """Through the CLI: exit 1 when some videos failed, each printed once with stage and reason,
+    no traceback on the console, the traceback in the run's log file; exit 2 when nothing can run."""
+    from anonymask.cli import main
+
     meta = json.loads((tiny_copy / "dataset.json").read_text())
     (tiny_copy / "videos" / "broken.mp4").write_text("this is not a video")
     (tiny_copy / "videos" / "empty.mp4").write_bytes(b"")
@@ -82,20 +105,37 @@ def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path):
         meta["videos"].append(entry)
     (tiny_copy / "dataset.json").write_text(json.dumps(meta))
     store = tmp_path / "f.zarr"
-    state, summary = run(tiny_copy, store)
-    assert state.is_completed()  # some videos finished: the run completes and reports failures
-    assert summary["failed"] == 2 and summary["done"] == 3
-    assert "2 failed" in state.message
+    logs = tmp_path / "logs"
+    args = ["anonymize", "--dataset", "demo", "--source", str(tiny_copy), "--store", str(store),
+            "--log-dir", str(logs), "--set", "pose4d.backend=gt", "segment.backend=gt"]
+    assert main(args) == 1  # some failed
+    cap = capsys.readouterr()
+    out = cap.out.splitlines()
+    assert out[0].startswith("anonymize demo: 3 done, 0 skipped (already complete), 2 failed of 5 videos")
+    failed = [line for line in out if line.startswith("FAILED")]
+    assert len(failed) == 2
+    assert any(line.startswith("FAILED  broken  ingest: ") and "broken.mp4" in line for line in failed)
+    assert any(line.startswith("FAILED  empty  ingest: ") and "empty.mp4: file is empty (0 bytes)" in line
+               for line in failed)
+    assert "Traceback" not in cap.out and "Traceback" not in cap.err
+    log = [line for line in out if line.startswith("log: ")][0][5:]
+    text = open(log).read()
+    assert "Traceback (most recent call last)" in text and "InvalidVideoError" in text
     rep = {v["video_id"]: v for v in status_report(DatasetStore.open(str(store)))["videos"]}
     assert "broken.mp4" in rep["broken"]["stages"]["ingest"]["error"]
-    assert "empty.mp4" in rep["empty"]["stages"]["ingest"]["error"]
     assert rep["s01_a01_r01"]["status"] == "done"
     # a rerun retries only the failed ones
     before = finished_at(str(store))
     state, summary = run(tiny_copy, store)
     assert summary["failed"] == 2 and summary["skipped"] == 3
+    assert {f["video"]: f["stage"] for f in summary["failures"]} == {"broken": "ingest", "empty": "ingest"}
     after = finished_at(str(store))
     assert all(after[k] == v for k, v in before.items() if k[0].startswith("s0"))
+    # could not run at all: a dataset folder that does not exist
+    assert main(["anonymize", "--dataset", "demo", "--source", str(tmp_path / "nowhere"), "--store",
+                 str(tmp_path / "n.zarr"), "--log-dir", str(logs)]) == 2
+    err = capsys.readouterr().err
+    assert "anonymask: error: the run could not start:" in err and "nowhere" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
