@@ -12,6 +12,7 @@ video is computed once. Tracebacks go to the run's log file only (:mod:`anonymas
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -286,8 +287,29 @@ def dask_task_runner(runner: str, rcfg: dict[str, Any]):
 
 def _run_on_dask(store_url, video_ids, config, runner, rcfg, verify_done, wait):
     tr = dask_task_runner(runner, rcfg)
-    return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
-                                                 rcfg.get("video_timeout_s"))
+    with _api_for_workers():
+        return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
+                                                     rcfg.get("video_timeout_s"))
+
+
+@contextlib.contextmanager
+def _api_for_workers():
+    """Without a configured Prefect server this process runs a temporary one; Dask workers (other
+    processes) would each start their own and their task runs, logs and progress artifacts would
+    never reach this run's UI. Point them at this process's server instead."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield
+        return
+    with get_client(sync_client=True) as client:
+        url = str(client.api_url)
+    if not url.startswith(("http://127.0.0.1", "http://localhost")):
+        yield
+        return
+    with temporary_settings(updates={PREFECT_API_URL: url.rstrip("/")}):
+        yield
 
 
 def _outcome(state) -> dict[str, Any]:
