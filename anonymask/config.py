@@ -46,7 +46,8 @@ DATASET_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
 #: how videos are scheduled; not part of any stage's record, so changing it recomputes nothing.
 #: workers: Dask worker processes for ``--runner dask``; video_memory_gb: memory budget of one
 #: video (the Dask worker's memory limit: a worker above it is restarted and its video retried,
-#: then failed); video_timeout_s: wall-clock budget of one video (its run is failed after it).
+#: then failed); video_timeout_s: wall-clock budget of one video, checked between stages (a video
+#: past it fails with what it finished kept; a running stage is never interrupted).
 RUNNER_DEFAULTS: dict[str, Any] = {"workers": 2, "video_memory_gb": None, "video_timeout_s": None}
 
 

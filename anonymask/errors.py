@@ -32,6 +32,10 @@ class VideoBusyError(AnonymaskError):
     """Another process holds this video's claim (it is being processed right now)."""
 
 
+class VideoTimeoutError(AnonymaskError):
+    """A video used up its time budget (runner setting video_timeout_s) with stages left."""
+
+
 class MissingWeightsError(AnonymaskError):
     """A weight-backed model was asked for, but its files are not in ANONYMASK_WEIGHTS."""
 

@@ -27,7 +27,7 @@ from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
 from anonymask.config import pipeline_config, runner_config
-from anonymask.errors import VideoBusyError
+from anonymask.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.common import ORDER, run_video
@@ -69,25 +69,30 @@ def _prefect_stage(store_url: str, video_id: str, name: str, config: dict[str, A
 
 @flow(name="anonymize-video", flow_run_name="{video_id}", log_prints=False, persist_result=False)
 def anonymize_video(
-    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True
+    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True,
+    time_budget_s: float | None = None,
 ):
     """All stages of one video, in order, under the video's claim; Failed on the first failing
     stage (message: stage and reason). A video another run holds returns status "busy"."""
     t0 = time.perf_counter()
     try:
         results = run_video(store_url, video_id, config, wait=wait, verify_done=verify_done,
-                            run_stage=_prefect_stage, on_stage=_progress(store_url, video_id))
+                            run_stage=_prefect_stage, on_stage=_progress(store_url, video_id),
+                            time_budget_s=time_budget_s)
     except VideoBusyError as e:
         get_run_logger().info("%s: %s; taken up later", video_id, e)
         return {"video_id": video_id, "status": "busy", "frames": 0, "seconds": 0.0, "holder": str(e)}
     except StageFailed as e:
         return Failed(message=str(e))
+    except VideoTimeoutError as e:
+        return Failed(message=f"budget: {e}")
     return video_result(store_url, video_id, results, t0)
 
 
 @task(name="anonymize-video", task_run_name="{video_id}", cache_policy=NONE, persist_result=False)
 def video_task(
-    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True
+    store_url: str, video_id: str, config: dict[str, Any], wait: bool = False, verify_done: bool = True,
+    time_budget_s: float | None = None,
 ):
     """One video as one coarse task (the Dask path): stages run in order inside the worker, with
     the same claim, progress artifact and one-line failure as the local path."""
@@ -103,9 +108,11 @@ def video_task(
 
     try:
         results = run_video(store_url, video_id, config, wait=wait, verify_done=verify_done,
-                            run_stage=run_stage, on_stage=on_stage)
+                            run_stage=run_stage, on_stage=on_stage, time_budget_s=time_budget_s)
     except VideoBusyError as e:
         return {"video_id": video_id, "status": "busy", "frames": 0, "seconds": 0.0, "holder": str(e)}
+    except VideoTimeoutError as e:
+        return Failed(message=f"budget: {e}")
     except Exception as e:
         return Failed(message=failure_message(stage_now["name"], e))
     return video_result(store_url, video_id, results, t0)
@@ -241,7 +248,7 @@ def _row(ds: DatasetStore, vid: str, out: dict[str, Any], tb_log) -> dict[str, A
     rec_stage, rec_err, tb = _failure_record(ds, vid)
     message = out.get("message") or "failed"
     head, _, rest = message.partition(": ")
-    if head in ORDER and rest:  # our own one-line failure: "<stage>: <reason naming the file>"
+    if (head in ORDER or head == "budget") and rest:  # our one-line failure: "<stage>: <reason>"
         stage, err = head, rest
     else:  # the run ended some other way (a crashed worker, a timeout): keep what Prefect said
         stage, err = rec_stage, (f"{rec_err} ({message})" if rec_err else message)
@@ -253,18 +260,18 @@ def _row(ds: DatasetStore, vid: str, out: dict[str, Any], tb_log) -> dict[str, A
 def _run_videos(store_url, ids, config, runner, rcfg, verify_done, wait) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
+    budget = rcfg.get("video_timeout_s")
     if runner == "local":
-        opts = {"timeout_seconds": rcfg["video_timeout_s"]} if rcfg.get("video_timeout_s") else {}
-        fl = anonymize_video.with_options(**opts) if opts else anonymize_video
-        return {vid: _outcome(fl(store_url, vid, config, wait, verify_done, return_state=True)) for vid in ids}
+        return {vid: _outcome(anonymize_video(store_url, vid, config, wait, verify_done, budget, return_state=True))
+                for vid in ids}
     return _run_on_dask(store_url, ids, config, runner, rcfg, verify_done, wait)
 
 
 @flow(name="anonymize-fan-out", persist_result=False)
 def _fan_out(store_url: str, video_ids: list[str], config: dict[str, Any], wait: bool, verify_done: bool,
-             timeout_s: float | None = None) -> dict[str, Any]:
-    t = video_task.with_options(timeout_seconds=timeout_s) if timeout_s else video_task
-    futures = {vid: t.submit(store_url, vid, config, wait, verify_done) for vid in video_ids}
+             time_budget_s: float | None = None) -> dict[str, Any]:
+    futures = {vid: video_task.submit(store_url, vid, config, wait, verify_done, time_budget_s)
+               for vid in video_ids}
     for f in futures.values():
         f.wait()
     return {vid: _outcome(f.state) for vid, f in futures.items()}

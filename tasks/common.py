@@ -169,24 +169,37 @@ def run_video(
     verify_done: bool = True,
     run_stage: Callable[..., dict[str, Any]] | None = None,
     on_stage: Callable[[int, str, dict[str, Any]], None] | None = None,
+    time_budget_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """Every stage of one video in DAG order, holding the video's claim throughout.
 
     ``wait``: what to do when another process holds the claim (see ``claim_video``): by default
     raise :class:`~anonymask.errors.VideoBusyError` at once. ``run_stage`` replaces
     :func:`execute_stage` (the flow passes its Prefect task); ``on_stage(i, name, result)`` is
-    called after each stage.
+    called after each stage. ``time_budget_s``: the video fails with
+    :class:`~anonymask.errors.VideoTimeoutError` when a stage ends past this many seconds and
+    stages remain (what finished is kept; a rerun with a larger budget resumes). A running stage
+    is never interrupted: stopping native code from another thread corrupts the process.
     """
     from anonymask.storage.claims import claim_video
+
+    from anonymask.errors import VideoTimeoutError
 
     run_stage = run_stage or execute_stage
     results = []
     with claim_video(store_url, video_id, wait=wait):
+        t0 = time.perf_counter()
         for i, name in enumerate(ORDER):
             res = run_stage(store_url, video_id, name, config, verify_done)
             results.append(res)
             if on_stage is not None:
                 on_stage(i, name, res)
+            spent = time.perf_counter() - t0
+            if time_budget_s and spent > time_budget_s and i + 1 < len(ORDER):
+                raise VideoTimeoutError(
+                    f"{video_id}: time budget of {time_budget_s:g} s spent after stage {name} ({spent:.1f} s); "
+                    f"{ORDER[i + 1]} and later not started (finished stages are kept)"
+                )
     return results
 
 

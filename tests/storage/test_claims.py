@@ -157,3 +157,21 @@ def test_a_stage_whose_inputs_change_under_it_is_not_recorded_done(tiny_store_te
         common.execute_stage(url, vid, "merge", cfg)
     rec = DatasetStore.open(url).video(vid).record("merge")
     assert rec["status"] == "failed" and "upstream result changed" in rec["error"]
+
+
+def test_a_video_past_its_time_budget_fails_and_keeps_what_it_finished(tiny_store_template, tmp_path):
+    import shutil
+
+    from anonymask.config import pipeline_config
+    from anonymask.errors import VideoTimeoutError
+    from anonymask.tasks.common import run_video
+
+    url = str(tmp_path / "s.zarr")
+    shutil.copytree(tiny_store_template, url)
+    cfg = pipeline_config("demo", GT)
+    with pytest.raises(VideoTimeoutError, match="time budget of 1e-06 s spent after stage ingest"):
+        run_video(url, "s01_a01_r01", cfg, time_budget_s=1e-6)
+    recs = DatasetStore.open(url).video("s01_a01_r01").records()
+    assert recs["ingest"]["status"] == "done" and "pose4d" not in recs
+    res = run_video(url, "s01_a01_r01", cfg)  # a rerun without the budget resumes
+    assert res[0]["status"] == "skipped" and all(r["status"] == "done" for r in res[1:])
