@@ -151,6 +151,50 @@ def _pipeline(quick: bool) -> dict[str, Any]:
     }
 
 
+def _throughput(quick: bool) -> dict[str, Any]:
+    """The anonymize flow on one set with the local runner and then the Dask runner (a LocalCluster
+    of 2 worker processes), default offline backends: videos/hour and frames/s of each, in one run."""
+    import tempfile
+
+    from anonymask.flows.anonymize import anonymize
+    from anonymask.models.synthetic.generator import generate_demo
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as d:
+        preset = "tiny" if quick else "demo"
+        root = generate_demo(Path(d) / "raw", preset=preset, seed=0)
+        overrides = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}} if quick else {}
+        out["set"] = {"preset": preset, "backends": "gt pose/segment" if quick else "defaults (mediapipe)"}
+        for runner in ("local", "dask"):
+            t0 = time.perf_counter()
+            state = anonymize(dataset="demo", source=str(root), store=str(Path(d) / f"{runner}.zarr"),
+                              overrides=overrides, runner=runner, workers=2, log_dir=str(Path(d) / "logs"),
+                              return_state=True)
+            wall = time.perf_counter() - t0
+            s = state.result(raise_on_failure=False)
+            if not isinstance(s, dict):
+                out[runner] = {"error": f"{type(s).__name__}: {s}"}
+                continue
+            secs = float(s["seconds"])
+            out[runner] = {
+                "videos": s["videos"], "done": s["done"], "failed": s["failed"], "frames": s["frames"],
+                "seconds": round(secs, 1), "wall_with_startup_s": round(wall, 1),
+                "videos_per_hour": round(3600.0 * s["done"] / secs, 1) if secs else None,
+                "frames_per_s": round(s["frames"] / secs, 2) if secs else None,
+                "seconds_per_video": round(secs / s["done"], 2) if s["done"] else None,
+                "failures": s["failures"],
+            }
+    if out.get("local", {}).get("seconds") and out.get("dask", {}).get("seconds"):
+        out["dask_speedup"] = round(out["local"]["seconds"] / out["dask"]["seconds"], 2)
+    return out
+
+
+def _scaling(quick: bool) -> dict[str, Any]:
+    from anonymask.scaling import bench_scaling
+
+    return bench_scaling(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "store": _store,
     "render": _render,
@@ -160,13 +204,19 @@ BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "cache_epoch": _cache_epoch,
     "tail_steps": _tail_steps,
     "pipeline": _pipeline,
+    "throughput": _throughput,
+    "scaling": _scaling,
 }
+
+
+#: long or memory-hungry: run only when named (``--only scaling``)
+ON_REQUEST = {"scaling"}
 
 
 def run_benchmarks(out_dir: Path, only: list[str] | None = None, quick: bool = False) -> int:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = only or list(BENCHMARKS)
+    names = only or [n for n in BENCHMARKS if n not in ON_REQUEST]
     unknown = set(names) - set(BENCHMARKS)
     if unknown:
         raise SystemExit(f"unknown benchmark(s): {', '.join(sorted(unknown))}; known: {', '.join(BENCHMARKS)}")
