@@ -212,14 +212,29 @@ class DatasetStore:
             for info in infos:
                 d = info.to_dict()
                 g = videos.require_group(info.video_id)
-                if "info" not in g.attrs or g.attrs["info"] != d:
-                    g.attrs["info"] = d
-                if "stages" not in g.attrs:
-                    g.attrs["stages"] = {}
+                if "info" not in g.attrs or g.attrs["info"] != d or "stages" not in g.attrs:
+                    self._update_group_info(info.video_id, d)
                 rows[info.video_id] = d
                 added.append(info.video_id)
             man.attrs["videos"] = [rows[k] for k in sorted(rows)]
         return added
+
+    def _update_group_info(self, video_id: str, info: dict[str, Any]) -> None:
+        """Write a video's info (and an empty record table if it has none) under its claim: the
+        group's metadata is one document, and a run holding the claim may be writing records into
+        it. A video busy in another run keeps its info (that run registered it)."""
+        from anonymask.errors import VideoBusyError
+        from anonymask.storage.claims import claim_video
+
+        try:
+            with claim_video(self.url, video_id):
+                g = zarr.open_group(self.url, mode="r+", path=f"videos/{video_id}")
+                if g.attrs.get("info") != info:
+                    g.attrs["info"] = info
+                if "stages" not in g.attrs:
+                    g.attrs["stages"] = {}
+        except VideoBusyError:
+            pass
 
     def manifest_rows(self) -> list[dict[str, Any]]:
         """The manifest's rows as stored (the adapter's info per registered video)."""
