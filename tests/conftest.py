@@ -82,3 +82,22 @@ def frames(name: str = "Demo_MultiPerson/videos/cam02.mp4", start: int = 0, n: i
 def pose2sim_frames():
     """``pose2sim_frames(name=..., start=0, n=6, height=480)``: real frames, skipped if not installed."""
     return frames
+
+
+@pytest.fixture(scope="session")
+def tiny_anonymized(tiny_dataset, tmp_path_factory):
+    """The tiny set fully anonymized with ground-truth pose and masks, stages run directly (no
+    Prefect): a store URL that tests copy before they modify anything."""
+    from anonymask.config import pipeline_config
+    from anonymask.storage.datasets import get_adapter
+    from anonymask.storage.store import DatasetStore
+    from anonymask.tasks.common import ORDER, run_video
+
+    url = str(tmp_path_factory.mktemp("tiny_anonymized") / "g.zarr")
+    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}})
+    s = DatasetStore.create(url, "demo", source=str(tiny_dataset), stages=ORDER, config=cfg)
+    infos = list(get_adapter("demo", tiny_dataset).records())
+    s.register_videos(infos)
+    for info in infos:
+        run_video(url, info.video_id, cfg)
+    return url

@@ -20,21 +20,10 @@ VIDS = ["s01_a01_r01", "s02_a01_r01", "s01s02_a02_r01"]
 
 
 @pytest.fixture(scope="module")
-def golden(tiny_dataset, tmp_path_factory):
+def golden(tiny_anonymized):
     """The tiny set fully anonymized (stages run directly, no Prefect), never modified."""
-    from anonymask.config import pipeline_config
-    from anonymask.storage.datasets import get_adapter
-    from anonymask.tasks.common import ORDER, run_video
-
-    url = str(tmp_path_factory.mktemp("golden") / "g.zarr")
-    cfg = pipeline_config("demo", GT)
-    s = DatasetStore.create(url, "demo", source=str(tiny_dataset), stages=ORDER, config=cfg)
-    infos = list(get_adapter("demo", tiny_dataset).records())
-    s.register_videos(infos)
-    for info in infos:
-        run_video(url, info.video_id, cfg)
-    assert verify_store(DatasetStore.open(url), deps=stage_deps()).ok
-    return url
+    assert verify_store(DatasetStore.open(tiny_anonymized), deps=stage_deps()).ok
+    return tiny_anonymized
 
 
 def shard(url: str, array: str, vid: str) -> Path:
