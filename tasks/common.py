@@ -181,9 +181,8 @@ def run_video(
     stages remain (what finished is kept; a rerun with a larger budget resumes). A running stage
     is never interrupted: stopping native code from another thread corrupts the process.
     """
-    from anonymask.storage.claims import claim_video
-
     from anonymask.errors import VideoTimeoutError
+    from anonymask.storage.claims import claim_video
 
     run_stage = run_stage or execute_stage
     results = []

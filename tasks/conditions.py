@@ -32,9 +32,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if cfg.get("backend", "render") != "render":
         raise ValueError("conditions backend: only 'render' (exact, from the avatar render) is available offline")
     depth = entry.array("render/depth")
-    joints2d = entry.read("render/joints2d")
-    face5 = entry.read("render/face5_2d")
-    face = entry.read("render/face_2d")
+    joints2d, face5, face = (entry.array(f"render/{k}") for k in ("joints2d", "face5_2d", "face_2d"))
     windows = frame_windows(int(depth.shape[0]), int(cfg.get("window", WINDOW_FRAMES)))
 
     def depth_crop(boxes, size, win):
@@ -53,8 +51,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             for win in windows:
                 b = boxes[win.core]
                 out_d.write(depth_condition(depth_crop(boxes, size, win), inv_range=inv_range))
-                op, vis = smplh_to_openpose18(points_to_crop(joints2d[win.core, j], b, size),
-                                              face5=points_to_crop(face5[win.core, j], b, size))
+                op, vis = smplh_to_openpose18(points_to_crop(np.asarray(joints2d[win.core])[:, j], b, size),
+                                              face5=points_to_crop(np.asarray(face5[win.core])[:, j], b, size))
                 out_p.write(openpose_condition(op, size, visibility=vis))
-                fp = points_to_crop(face[win.core, j], b, size)
+                fp = points_to_crop(np.asarray(face[win.core])[:, j], b, size)
                 out_f.write(face_condition(fp, size, visibility=np.isfinite(fp[..., 0])))

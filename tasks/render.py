@@ -7,6 +7,7 @@ Also stores the avatar's projected joints and face points for the ControlNet con
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -39,20 +40,22 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     t_len = tracks[0].num_frames if tracks else entry.num_frames
     n = len(tracks)
     _, face_ids = face_landmarks(body)
-    joints2d = np.full((t_len, n, 52, 2), np.nan, np.float32)
-    face5 = np.full((t_len, n, 5, 2), np.nan, np.float32)
-    face = np.full((t_len, n, len(face_ids), 2), np.nan, np.float32)
     covered = 0
-    with w.frames("render/rgb", (h, wd, 3), np.uint8, t_len) as f_rgb, \
-            w.frames("render/depth", (h, wd), np.float32, t_len) as f_depth, \
-            w.frames("render/mask", (h, wd), bool, t_len) as f_mask, \
-            w.frames("render/track_masks", (n, h, wd), bool, t_len) as f_tracks:
+    with contextlib.ExitStack() as stack:
+        f_rgb, f_depth, f_mask, f_tracks, f_joints, f_face5, f_face = (
+            stack.enter_context(w.frames(name, shape, dtype, t_len)) for name, shape, dtype in (
+                ("render/rgb", (h, wd, 3), np.uint8), ("render/depth", (h, wd), np.float32),
+                ("render/mask", (h, wd), bool), ("render/track_masks", (n, h, wd), bool),
+                # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render (NaN
+                # when absent); per frame too, so a long video never holds them whole either
+                ("render/joints2d", (n, 52, 2), np.float32), ("render/face5_2d", (n, 5, 2), np.float32),
+                ("render/face_2d", (n, len(face_ids), 2), np.float32)))
         for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
             part = [tr.slice(win.core) for tr in tracks]
             if part:
                 out = render_sequence(body, part, avatars, camera)
             else:  # nobody to draw: empty layers of the window's length
-                m = len(win)
+                m = win.core_stop - win.core_start
                 out = {"rgb": np.zeros((m, h, wd, 3), np.uint8), "depth": np.zeros((m, h, wd), np.float32),
                        "masks": np.zeros((m, 0, h, wd), bool), "joints": np.zeros((m, 0, 52, 3), np.float32),
                        "keypoints": np.zeros((m, 0, 21, 3), np.float32)}
@@ -62,15 +65,13 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             f_mask.write(any_mask)
             f_tracks.write(out["masks"])
             covered += int(np.count_nonzero(any_mask))
-            # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render
-            joints2d[win.core] = camera.project(out["joints"]).astype(np.float32)
-            face5[win.core] = camera.project(out["keypoints"][..., :5, :]).astype(np.float32)
+            f_joints.write(camera.project(out["joints"]).astype(np.float32))
+            f_face5.write(camera.project(out["keypoints"][..., :5, :]).astype(np.float32))
+            face = np.full((win.core_stop - win.core_start, n, len(face_ids), 2), np.nan, np.float32)
             for j, tr in enumerate(part):
                 ok = tr.valid
                 if ok.any():
-                    face[win.core][ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
-    w.write("render/joints2d", joints2d, frame_chunked=False)
-    w.write("render/face5_2d", face5, frame_chunked=False)
-    w.write("render/face_2d", face, frame_chunked=False)
+                    face[ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
+            f_face.write(face)
     w.write("render/avatar_ids", np.array([a.index for a in avatars], np.int32), frame_chunked=False)
     w.metric(avatars=[int(a.index) for a in avatars], render_fraction=covered / float(max(t_len * h * wd, 1)))
