@@ -670,7 +670,7 @@ class FrameArrayWriter:
             self.array.resize((stop, *self.frame_shape))
         self.array[self.written : stop] = data[:n]
         self.written = stop
-        rest = data[n:]
+        rest = data[n:].copy()  # a copy: a view would keep the whole concatenated block alive
         self._buf = [rest] if len(rest) else []
         self._buffered = len(rest)
 
