@@ -102,9 +102,11 @@ def loop_video(src: str | Path, dst: str | Path, repeats: int) -> Path:
     with av.open(str(src)) as inp:
         s_in = inp.streams.video[0]
         packets = [p for p in inp.demux(s_in) if p.dts is not None and p.size]
-        frames = len(packets)
-        step = packets[1].pts - packets[0].pts if frames > 1 else 1
-        span = max(p.pts for p in packets) - min(p.pts for p in packets) + step
+        pts = sorted({p.pts for p in packets})
+        # one frame's duration: the smallest step between presentation times (packets come in
+        # decode order, where B-frames make neighbouring differences larger)
+        step = min((b - a for a, b in zip(pts, pts[1:]) if b > a), default=1)
+        span = pts[-1] - pts[0] + step
         with av.open(str(dst), "w", format="mp4") as out:
             s_out = out.add_stream_from_template(s_in)
             for k in range(repeats):
