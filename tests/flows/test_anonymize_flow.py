@@ -87,7 +87,7 @@ def test_end_to_end_resume_and_config_change(prefect_api, tiny_copy, tmp_path):
     after = finished_at(str(store))
     for (v, stage), t in before.items():
         assert (after[(v, stage)] != t) == (v == vid and stage in ("merge", "tubelets", "conditions", "refine",
-                                                                     "reintegrate")), (v, stage)
+                                                                     "reintegrate", "audit")), (v, stage)
     assert verify_store(DatasetStore.open(str(store))).ok
     np.testing.assert_array_equal(DatasetStore.open(str(store)).video(vid).read("merged"), good)
 
