@@ -179,9 +179,11 @@ def _throughput(quick: bool) -> dict[str, Any]:
             out[runner] = {
                 "videos": s["videos"], "done": s["done"], "failed": s["failed"], "frames": s["frames"],
                 "seconds": round(secs, 1), "wall_with_startup_s": round(wall, 1),
-                "videos_per_hour": round(3600.0 * s["done"] / secs, 1) if secs else None,
-                "frames_per_s": round(s["frames"] / secs, 2) if secs else None,
-                "seconds_per_video": round(secs / s["done"], 2) if s["done"] else None,
+                # per video processed (done or failed: a failed video used the time too) and done
+                "videos_per_hour": round(3600.0 * s["videos"] / secs, 1) if secs else None,
+                "done_per_hour": round(3600.0 * s["done"] / secs, 1) if secs else None,
+                "frames_per_s_done": round(s["frames"] / secs, 2) if secs else None,
+                "seconds_per_video": round(secs / s["videos"], 2) if s["videos"] else None,
                 "failures": s["failures"],
             }
     if out.get("local", {}).get("seconds") and out.get("dask", {}).get("seconds"):
