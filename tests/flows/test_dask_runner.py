@@ -13,7 +13,9 @@ import pytest
 from anonymask.storage.inspect import verify_store
 from anonymask.storage.store import DatasetStore
 
-GT = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}
+# ground-truth pose and masks keep it fast and deterministic; the audit records what it finds
+# without failing a video (whether the demo set passes the audit is issue 8's subject, not the runner's)
+GT = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}, "audit": {"fail": False}}
 
 
 def run(source, store, runner, tmp_path):
