@@ -6,7 +6,9 @@ replace exactly those people:
 - ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
   ``pose/instance_track`` (R,) int32: raw track id -> posed track index (-1: not posed);
 - ``pose/person_prob`` (T,H,W) uint8: person probability (max over people), 0..255;
-- ``pose/boxes`` (N,T,4) with the frames bridged between detections filled, ``pose/gap`` (N,T).
+- ``pose/boxes`` (N,T,4) with the frames bridged between detections filled, ``pose/gap`` (N,T);
+- ``pose/kinds`` (N,) int8: 0 posed, 1 a neutral avatar fitted into the box (seen too briefly to
+  pose), 2 a neutral avatar anchored on the face (a close-up or a face without a found body).
 With ground truth in the store the stage records ``mpjpe_mm`` (root-aligned, 22 body joints).
 """
 
@@ -68,9 +70,11 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             res = estimate_people(
             frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
             read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
-            backfill=bool(cfg.get("backfill", True)),
+            backfill=bool(cfg.get("backfill", True)), faces=bool(cfg.get("faces", True)),
             min_visible_frames=int(cfg.get("min_visible_frames", 2)), max_gap=int(cfg.get("max_gap", 10)),
-            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", True)),
+            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", False)),
+            detect_every=int(cfg.get("detect_every", 4)), scan=bool(cfg.get("scan", True)),
+            scan_every=cfg.get("scan_every"),
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
             )
         except NoPersonError as err:
@@ -85,6 +89,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         w.write("pose/instance_track", res.instance_track, frame_chunked=False)
         w.write("pose/boxes", res.boxes, frame_chunked=False)
         w.write("pose/gap", res.gap, frame_chunked=False)
+        w.write("pose/kinds", res.kinds, frame_chunked=False)
         tracks, camera = res.tracks, res.camera
         w.metric(**res.diagnostics)
     elif backend == "ntu-skeleton":

@@ -1,7 +1,9 @@
 """Stage ``segment``: the person mask q, tight, streamed over windows of frames.
 
-q = (person probability from pose4d >= threshold) OR (every avatar's silhouette), unflickered over
-+-``unflicker`` frames, grown by ``grow`` pixels (the safety margin), feathered. Box filling is a
+q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
+by ``grow`` pixels (the safety margin), feathered. Avatar silhouettes are not part of the hole
+(``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
+inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
 there), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
 pixels nearest to that person's instance mask or avatar) for reintegration.
@@ -53,6 +55,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     b = int(cfg.get("unflicker", 2))
     grow_px = int(cfg.get("grow", 4))
     sigma = float(cfg.get("feather", 2.0))
+    avatar_in_hole = bool(cfg.get("avatar_in_hole", False))
     raw = entry.array("raw")
     t_len, h, wd = raw.shape[:3]
     sil_all = entry.array("render/track_masks")
@@ -97,7 +100,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             gb = _gap_boxes(prob.shape, boxes, fill, a0, float(cfg.get("box_margin", 0.15)))
             prob = np.maximum(prob, gb.astype(np.float32))
         pm = build_person_masks(prob, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                sigma=sigma)
+                                sigma=sigma, silhouettes_in_hole=avatar_in_hole)
         core = slice(t0 - a0, t1 - a0)
         hole_arr[t0:t1] = pm.hole[core]
         mask_arr[t0:t1] = _to_u8(pm.alpha[core])
@@ -106,7 +109,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         hole_px += int(pm.hole[core].sum())
         if has_gt:
             gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
-            before = person_mask(seg_prob[core], [o[core] for o in owners] if n else None, thr)
+            before = person_mask(seg_prob[core], [o[core] for o in owners] if n and avatar_in_hole else None, thr)
             inter += int((before & gt).sum())
             union += int((before | gt).sum())
             gt_px += int(gt.sum())

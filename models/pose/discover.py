@@ -29,6 +29,9 @@ from anonymask.models.pose.people import (
     same_person,
     square_tiles,
 )
+from anonymask.models.pose.people import (
+    known_person as _known,
+)
 
 
 @dataclass
@@ -98,22 +101,6 @@ def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, marg
             or (bx1 >= x0 + s - margin and x0 + s < w) or (by1 >= y0 + s - margin and y0 + s < h))
 
 
-def _covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
-    """Most of d's box lies inside a detection already found (a part of a person found again)."""
-    a = max(1.0, float((d.box[2] - d.box[0]) * (d.box[3] - d.box[1])))
-    for o in others:
-        x0, y0 = max(d.box[0], o.box[0]), max(d.box[1], o.box[1])
-        x1, y1 = min(d.box[2], o.box[2]), min(d.box[3], o.box[3])
-        if max(0.0, x1 - x0) * max(0.0, y1 - y0) / a > frac:
-            return True
-    return False
-
-
-def _known(d: Detection, others: list[Detection]) -> bool:
-    """d is a person already found (same landmarks) or a part of one (mostly inside their box)."""
-    return any(same_person(o, d) for o in others) or _covered(d, others)
-
-
 def _centred_crop(box: np.ndarray, scale: float = 1.6) -> tuple[float, float, float]:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     side = max(box[2] - box[0], box[3] - box[1]) * scale
@@ -131,7 +118,8 @@ class PersonDiscovery:
 
     def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
-                 detect_every: int = 2, roi_tracking: bool = True):
+                 detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
+                 scanner=None, verify: bool = True):
         self.detector = detector or PeopleDetector()
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
@@ -145,20 +133,50 @@ class PersonDiscovery:
             from anonymask.models.pose.roi import RoiLandmarker
 
             self.roi = RoiLandmarker()
+        self.scanner = scanner
+        if self.scanner is None and scan:
+            from anonymask.models.pose.scan import PoseScanner
+
+            self.scanner = PoseScanner(self.roi)
+        self.scan_every = max(1, int(scan_every or self.keyframe_every))
+        self.verify = None
+        if verify:
+            from anonymask.models.pose.scan import PersonEvidence
+
+            self.verify = getattr(self.scanner, "evidence", None) or PersonEvidence()
         self.t = 0
-        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0}
+        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0}
+
+    def _verified(self, frame: np.ndarray, d: Detection) -> bool:
+        ok = self.verify.ok(self.verify(frame, d))
+        if not ok:
+            self.sources["rejected"] = self.sources.get("rejected", 0) + 1
+        return ok
 
     def _follow(self, frame: np.ndarray, t: int) -> tuple[list[Detection], list[int], bool]:
-        """Step 1: tracked people on their regions. Returns (detections, track ids, any lost)."""
-        dets, ids, lost = [], [], False
+        """Step 1: tracked people on their regions. Returns (detections, track ids, any lost).
+
+        Two tracks whose regions slid onto the same person (people crossing) keep one detection:
+        it goes to the track whose predicted box it matches best; the other track is lost (and
+        searched for by :meth:`_find`)."""
+        lost = False
         if self.roi is None:
-            return dets, ids, bool(self.tracker.live(t))
+            return [], [], bool(self.tracker.live(t))
+        cand = []  # (track, detection, next roi, fit to the track's prediction)
         for tr in self.tracker.live(t):
             if tr.roi is None:
                 lost = True
                 continue
             d, nxt, _ = self.roi.track(frame, tr.roi)
-            if d is None or any(same_person(o, d) for o in dets):
+            if d is None:
+                tr.roi = None
+                lost = True
+                continue
+            pb = tr.predict(t)
+            cand.append((tr, d, nxt, box_iou(pb, d.box) if pb is not None else 0.0))
+        dets, ids = [], []
+        for tr, d, nxt, _ in sorted(cand, key=lambda c: -c[3]):
+            if any(same_person(o, d) for o in dets):
                 tr.roi = None
                 lost = True
                 continue
@@ -171,7 +189,8 @@ class PersonDiscovery:
         """Steps 2-3: new people (and lost ones) that no followed track explains."""
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
-        if not (lost or key or t % self.detect_every == 0 or not tracked):
+        scan = self.scanner is not None and t % self.scan_every == 0
+        if not (lost or key or scan or t % self.detect_every == 0 or not tracked):
             return []
         known = list(tracked)
         dets = [d for d in self.detector.detect(frame) if not _known(d, known)]
@@ -195,7 +214,17 @@ class PersonDiscovery:
                          if box_iou(e.box, pb) > 0.2 and not _known(e, known + dets)]
                 if found:
                     dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
-        return merge_detections(dets)
+                elif self.scanner is not None:  # the landmark model alone, around where they were
+                    e = self.scanner.search(frame, pb, known + dets)
+                    if e is not None and not _known(e, known + dets):
+                        e.source = "search"
+                        dets.append(e)
+        dets = merge_detections(dets)
+        if self.verify is not None:  # a second model must agree (the landmark model hallucinates bodies)
+            dets = [d for d in dets if self._verified(frame, d)]
+        if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
+            dets += [d for d in self.scanner.scan(frame, known + dets) if not _known(d, known + dets)]
+        return dets
 
     def push(self, frame: np.ndarray) -> FrameOutput:
         from anonymask.models.pose.roi import roi_from_landmarks
@@ -211,7 +240,7 @@ class PersonDiscovery:
         for d, tid in zip(new, new_ids):
             tr = self.tracker.tracks[tid]
             if tr.roi is None:
-                tr.roi = roi_from_landmarks(d.kp2d, d.conf)
+                tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf)
         dets, ids = tracked + new, tracked_ids + new_ids
         labels = np.zeros((h, w), np.uint16)
         best = np.zeros((h, w), np.float32)
