@@ -25,7 +25,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "refine": {"backend": "none", "steps": 8, "strength": 0.6, "window": 16, "stride": 8, "seed": 0},
     "reintegrate": {},
     "audit": {"detectors": ["face", "hog"], "every": 4, "min_outside": 0.6, "min_face_frames": 2,
-              "min_body_frames": 3, "fail": True},
+              "min_body_frames": 3, "fail": True, "ground_truth": True, "max_gt_leak": 0.001},
 }
 
 #: per-dataset defaults on top of DEFAULTS (the deployments use these)

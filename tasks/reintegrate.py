@@ -2,7 +2,8 @@
 ``anonymized`` (x_tilde) and ``public_mask`` (r: pixels that are entirely synthetic).
 
 Records ``person_leak`` on synthetic data: the fraction of ground-truth person pixels whose real
-appearance is still visible (target 0).
+appearance is still visible (target 0), and ``real_leak``: the same, not counting pixels under an
+avatar (an avatar pixel whose colour happens to match the person's is not a leak).
 """
 
 from __future__ import annotations
@@ -36,5 +37,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     w.write("public_mask", r)
     w.metric(public_fraction=float(r.mean()))
     if entry.has_array("gt/person_mask"):
-        w.metric(person_leak=person_leak(entry.read("raw"), x_tilde, entry.read("gt/person_mask"),
-                                         entry.read("gt/background")))
+        raw, gt, bg = entry.read("raw"), entry.read("gt/person_mask"), entry.read("gt/background")
+        w.metric(person_leak=person_leak(raw, x_tilde, gt, bg),
+                 real_leak=person_leak(raw, x_tilde, gt, bg, synthetic=entry.read("render/mask")))

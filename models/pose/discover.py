@@ -214,7 +214,7 @@ class PersonDiscovery:
                          if box_iou(e.box, pb) > 0.2 and not _known(e, known + dets)]
                 if found:
                     dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
-                elif self.scanner is not None:  # the landmark model alone, around where they were
+                elif self.scanner is not None and (t - tr.last_t) % 2 == 1:  # the landmark model alone, where they were
                     e = self.scanner.search(frame, pb, known + dets)
                     if e is not None and not _known(e, known + dets):
                         e.source = "search"

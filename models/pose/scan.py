@@ -18,10 +18,11 @@ same check filters the full-frame detector's new detections (it sometimes draws 
 sideways body next to a person, over trees and buildings).
 A candidate that fails the check is counted (``rejected``) and tried again on later scans.
 
-Cost control for long videos: regions whose centre lies inside a person already found are
-skipped, and after the first scan each scan visits a rotating share (``1/rotate``) of the grid,
-so the whole grid is covered every ``rotate`` scans (a person who stands still is found on one of
-them and followed back to their first frame by the caller's backfill).
+Cost control: regions whose centre lies inside a person already found are skipped, and each scan
+visits a rotating share (``1/rotate``) of a grid that is shifted by half a stride, or scaled by
+half a scale step, every ``rotate`` scans: over time the
+scans cover positions and sizes between those of the first (temporal accumulation for a person
+who stands still; they are followed back to their first frame by the caller's backfill).
 """
 
 from __future__ import annotations
@@ -147,36 +148,55 @@ class PoseScanner:
         self.rejected = 0
         self.last_evidence: list[tuple[np.ndarray, Evidence, bool]] = []
 
-    def grid(self, h: int, w: int) -> list[tuple[float, float, float]]:
-        """Every (cx, cy, side) region of the full grid, small sides first."""
+    def grid(self, h: int, w: int, phase: int = 0) -> list[tuple[float, float, float]]:
+        """Every (cx, cy, side) region of the full grid, small sides first. ``phase`` 1..3 shifts
+        the grid by half a stride (x, y, both) and ``phase`` >= 4 scales the sides by 1.22 (half
+        the step between scales): successive scans cover the positions and scales between those
+        of the first (a person who stands still in an unlucky place is found on a later scan)."""
         out = []
+        shift = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))[phase % 4]
+        grow = 1.22 if (phase // 4) % 2 else 1.0
         for frac in self.sides:
-            side = max(float(self.min_side), frac * max(h, w))
+            side = max(float(self.min_side), frac * max(h, w)) * grow
             st = max(4.0, self.stride * side)
             nx, ny = max(1, int(np.ceil(w / st))), max(1, int(np.ceil(h / st)))
-            ox, oy = (w - (nx - 1) * st) / 2, (h - (ny - 1) * st) / 2
-            out += [(ox + i * st, oy + j * st, side) for j in range(ny) for i in range(nx)]
+            ox, oy = (w - (nx - 1) * st) / 2 + shift[0] * st, (h - (ny - 1) * st) / 2 + shift[1] * st
+            out += [(ox + i * st, oy + j * st, side) for j in range(ny) for i in range(nx) if ox + i * st < w + 1
+                    and oy + j * st < h + 1]
         return out
 
-    def _refined(self, frame: np.ndarray, roi) -> Detection | None:
-        d, flag = None, 0.0
-        for _ in range(max(1, self.refine)):
-            self.calls += 1
-            d, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
-            if d is None:
-                return None
-            d.roi_next = nxt
-            roi = nxt
-        return d if flag >= self.min_flag else None
+    def _refined(self, frame: np.ndarray, roi, first: Detection | None = None) -> Detection | None:
+        """Let the model move the region onto the person: follow the region it predicts (``refine``
+        steps); if that drifts away (the flag drops), try once from the region the first
+        detection's landmarks span (more stable on thin or unusual bodies)."""
+        starts = [roi]
+        if first is not None:
+            from anonymask.models.pose.roi import roi_from_landmarks
+
+            alt = roi_from_landmarks(first.kp2d, first.conf)
+            if alt is not None:
+                starts.append(alt)
+        for start in starts:
+            d, flag, cur = None, 0.0, start
+            for _ in range(max(1, self.refine)):
+                self.calls += 1
+                d, nxt, flag = self.roi.track(frame, cur, min_score=self.min_score)
+                if d is None:
+                    break
+                d.roi_next = nxt
+                cur = nxt
+            if d is not None and flag >= self.min_flag:
+                return d
+        return None
 
     def _candidate(self, frame: np.ndarray, roi, taken: list[Detection], min_combined: float | None,
                    min_aspect: float) -> Detection | None:
         """The person the landmark model finds from ``roi`` (flag, refinement, evidence), or None."""
         self.calls += 1
-        d, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
-        if d is None or flag < self.first_flag:
+        d0, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
+        if d0 is None or flag < self.first_flag:
             return None
-        d = self._refined(frame, nxt)
+        d = self._refined(frame, nxt, d0)
         if d is None or d.score < self.min_score:
             return None
         if known_person(d, taken):  # someone already found (people may overlap: masks, not boxes)
@@ -201,9 +221,10 @@ class PoseScanner:
         be clear (``scan_combined``) and the body upright-ish (``min_aspect``: box height >= 0.9 x
         width; lying people are left to the full-frame detector)."""
         h, w = frame.shape[:2]
-        cells = self.grid(h, w)
-        if self.scans > 0 and self.rotate > 1:  # after the first scan, a rotating share of the grid
-            cells = cells[self.scans % self.rotate :: self.rotate]
+        k = self.scans
+        cells = self.grid(h, w, k // self.rotate)
+        if self.rotate > 1:  # a rotating share of the grid, shifted after each full round
+            cells = cells[k % self.rotate :: self.rotate]
         self.scans += 1
         self.last_evidence = []
         known = list(known)
@@ -226,20 +247,18 @@ class PoseScanner:
         known = list(known)
         # the people already found are greyed out: where two people overlap, the landmark model
         # otherwise locks onto the more visible one again
-        hidden = frame
+        img = frame
         for o in known:
-            if o.mask.size:
-                if hidden is frame:
-                    hidden = frame.copy()
+            if o.mask.size and box_iou(o.box, box) > 0:
+                if img is frame:
+                    img = frame.copy()
                 x0, y0, x1, y1 = o.region
-                sub = hidden[y0:y1, x0:x1]
+                sub = img[y0:y1, x0:x1]
                 sub[o.mask[: y1 - y0, : x1 - x0] >= 0.5] = 127
-        for img in ((hidden, frame) if hidden is not frame else (frame,)):
-            for k in (1.25, 1.6, 2.1):
-                for dx, dy in ((0, 0), (-0.2, 0), (0.2, 0), (0, 0.15)):
-                    d = self._candidate(img, (cx + dx * size, cy + dy * size, k * size, 0.0), known, None, 0.0)
-                    if d is not None and box_iou(d.box, box) > 0.2:
-                        return d
+        for k, dx, dy in ((1.4, 0.0, 0.0), (1.9, 0.0, 0.0), (1.4, -0.2, 0.0), (1.4, 0.2, 0.0)):
+            d = self._candidate(img, (cx + dx * size, cy + dy * size, k * size, 0.0), known, None, 0.0)
+            if d is not None and box_iou(d.box, box) > 0.2:
+                return d
         return None
 
 
