@@ -32,9 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from anonymask.models.synthetic.actions import action_spec
+from anonymask.models.synthetic.backgrounds import load_background
 from anonymask.models.synthetic.generator import (
-    FORMAT_VERSION,
     DEMO_PRESET,
+    FORMAT_VERSION,
     Preset,
     VideoPlan,
     _floor_row,
@@ -45,9 +46,14 @@ from anonymask.models.synthetic.generator import (
     _setup,
     _video_rng,
 )
-from anonymask.models.synthetic.backgrounds import load_background
 from anonymask.models.synthetic.identities import make_identities
-from anonymask.models.synthetic.scene import CameraSetup, PlacedPerson, to_camera_track, transform, travel_angle
+from anonymask.models.synthetic.scene import (
+    CameraSetup,
+    PlacedPerson,
+    to_camera_track,
+    transform,
+    travel_angle,
+)
 
 MIN_VISIBLE = 20  # pixels: below this a person counts as absent from the frame
 

@@ -19,7 +19,7 @@ def test_same_seed_same_video_and_occluder_hides_the_person_not_the_background()
     a = render_case(_case("occluded"), SMALL, seed=3)
     b = render_case(_case("occluded"), SMALL, seed=3)
     assert np.array_equal(a[1], b[1]) and np.array_equal(a[2]["person_masks"], b[2]["person_masks"])
-    frames, gt = a[1], a[2]
+    gt = a[2]
     assert gt["person_masks"].shape == (6, 1, 72, 96)
     # without the counter the same walker shows more pixels: the counter hides them
     bare = render_case(replace(_case("occluded"), occluder=None), SMALL, seed=3)[2]
