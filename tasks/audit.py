@@ -19,6 +19,7 @@ import numpy as np
 from anonymask.errors import AuditError
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.common import stage
+from anonymask.tasks.reintegrate import avatar_band
 
 
 def _sampled(entry: VideoEntry, every: int):
@@ -38,7 +39,7 @@ def _gt_chunks(entry: VideoEntry):
     bg = entry.read("gt/background")
     for t0 in range(0, raw.shape[0], CLIP_FRAMES):
         sl = slice(t0, t0 + CLIP_FRAMES)
-        yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, np.asarray(syn[sl])
+        yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl]))
 
 
 @stage("audit", deps=("reintegrate", "render"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))

@@ -3,7 +3,8 @@
 
 Records ``person_leak`` on synthetic data: the fraction of ground-truth person pixels whose real
 appearance is still visible (target 0), and ``real_leak``: the same, not counting pixels under an
-avatar (an avatar pixel whose colour happens to match the person's is not a leak).
+avatar or within 2 px of one (an avatar pixel, or the resampled avatar crop bleeding into the
+background, whose colour happens to match the person's is not a leak).
 """
 
 from __future__ import annotations
@@ -39,4 +40,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if entry.has_array("gt/person_mask"):
         raw, gt, bg = entry.read("raw"), entry.read("gt/person_mask"), entry.read("gt/background")
         w.metric(person_leak=person_leak(raw, x_tilde, gt, bg),
-                 real_leak=person_leak(raw, x_tilde, gt, bg, synthetic=entry.read("render/mask")))
+                 real_leak=person_leak(raw, x_tilde, gt, bg, synthetic=avatar_band(entry.read("render/mask"))))
+
+
+def avatar_band(avatar: np.ndarray, pixels: int = 2) -> np.ndarray:
+    """Avatar pixels grown by ``pixels``: where the pasted (resampled, feathered) avatar crop bleeds
+    its colours into the background; no real pixel value is shown there."""
+    from anonymask.models.segment.masks import grow
+
+    return grow(avatar.astype(bool), pixels)

@@ -25,6 +25,7 @@ from anonymask.models.pose.people import (
     Detection,
     PeopleDetector,
     box_iou,
+    mask_overlap,
     merge_detections,
     same_person,
     square_tiles,
@@ -193,7 +194,10 @@ class PersonDiscovery:
         if not (lost or key or scan or t % self.detect_every == 0 or not tracked):
             return []
         known = list(tracked)
-        dets = [d for d in self.detector.detect(frame) if not _known(d, known)]
+        # a detection that holds most of a followed person's mask is that person drawn wrongly
+        # (the detector sometimes lays a body over an object next to them), not someone new
+        dets = [d for d in self.detector.detect(frame)
+                if not _known(d, known) and not any(mask_overlap(o, [d]) > 0.8 for o in known)]
         if key:
             for tile in square_tiles(h, w, self.tile_frac):
                 for d in self.detector.detect_region(frame, *tile, source="tile"):

@@ -18,9 +18,9 @@ same check filters the full-frame detector's new detections (it sometimes draws 
 sideways body next to a person, over trees and buildings).
 A candidate that fails the check is counted (``rejected``) and tried again on later scans.
 
-Cost control: regions whose centre lies inside a person already found are skipped, and each scan
-visits a rotating share (``1/rotate``) of a grid that is shifted by half a stride, or scaled by
-half a scale step, every ``rotate`` scans: over time the
+Cost control: regions whose centre lies inside a person already found are skipped, and after a
+full first scan each scan visits a rotating share (``1/rotate``) of a grid that is shifted by half
+a stride, or scaled by half a scale step, every ``rotate`` scans: over time the
 scans cover positions and sizes between those of the first (temporal accumulation for a person
 who stands still; they are followed back to their first frame by the caller's backfill).
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from anonymask.models.pose.people import Detection, box_iou, known_person
+from anonymask.models.pose.people import Detection, box_iou, known_person, mask_overlap
 
 
 @dataclass
@@ -222,9 +222,9 @@ class PoseScanner:
         width; lying people are left to the full-frame detector)."""
         h, w = frame.shape[:2]
         k = self.scans
-        cells = self.grid(h, w, k // self.rotate)
-        if self.rotate > 1:  # a rotating share of the grid, shifted after each full round
-            cells = cells[k % self.rotate :: self.rotate]
+        cells = self.grid(h, w, 0 if k == 0 else (k - 1) // self.rotate + 1)
+        if k > 0 and self.rotate > 1:  # after a full first scan, a rotating share of a shifted grid
+            cells = cells[(k - 1) % self.rotate :: self.rotate]
         self.scans += 1
         self.last_evidence = []
         known = list(known)
@@ -233,7 +233,13 @@ class PoseScanner:
             if any(_inside((cx, cy), d.box) for d in known + found):
                 continue
             d = self._candidate(frame, (cx, cy, side, 0.0), known + found, self.scan_combined, self.min_aspect)
-            if d is not None:
+            if d is None:
+                continue
+            # one person found twice by the scan (upper body, then whole body): keep the larger
+            part = next((k for k, o in enumerate(found) if mask_overlap(o, [d]) > 0.6), None)
+            if part is not None:
+                found[part] = d
+            else:
                 found.append(d)
         return found
 
