@@ -1,6 +1,8 @@
 """Stage ``pose4d``: SMPL-H tracks + camera per video, into ``pose/``.
 
-Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py),
+Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py; the
+person detector is ``detector: mediapipe`` offline, or ``rcnn``: torchvision Keypoint/Mask R-CNN
+from ``$ANONYMASK_WEIGHTS``, models/pose/rcnn.py),
 streaming ``raw`` in windows of frames, and also writes what later stages need to remove and
 replace exactly those people:
 - ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
@@ -66,6 +68,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             labels[t] = lab
             prob[t] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
+        from anonymask.models.pose.people import get_detector
+
+        det_name = str(cfg.get("detector", "mediapipe"))
+        detector = get_detector(det_name, **(cfg.get("detector_options") or {}))
         try:
             res = estimate_people(
             frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
@@ -74,7 +80,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             min_visible_frames=int(cfg.get("min_visible_frames", 2)), max_gap=int(cfg.get("max_gap", 10)),
             keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", False)),
             detect_every=int(cfg.get("detect_every", 4)), scan=bool(cfg.get("scan", True)),
-            scan_every=cfg.get("scan_every"),
+            scan_every=cfg.get("scan_every"), detector=detector,
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
             )
         except NoPersonError as err:

@@ -60,6 +60,7 @@ def estimate_people(
     paint_frame=None,
     backfill: bool = True,
     faces: bool = True,
+    detector=None,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -81,7 +82,7 @@ def estimate_people(
 
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
-    disc = discovery or PersonDiscovery(keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
+    disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
                                         detect_every=detect_every, scan=scan, scan_every=scan_every)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]

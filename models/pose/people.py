@@ -310,3 +310,20 @@ class PeopleDetector:
         for x0, y0, side in square_tiles(h, w, frac):
             dets += self.detect_region(frame, x0, y0, side, source="tile")
         return merge_detections(dets)
+
+
+def _rcnn(**cfg):
+    from anonymask.models.pose.rcnn import RCNNPeopleDetector
+
+    return RCNNPeopleDetector(**cfg)
+
+
+#: person detectors for discovery (``pose4d.detector``): the offline default and the weight-backed one
+DETECTORS = {"mediapipe": PeopleDetector, "rcnn": _rcnn}
+
+
+def get_detector(name: str = "mediapipe", **cfg):
+    try:
+        return DETECTORS[name](**cfg)
+    except KeyError:
+        raise ValueError(f"unknown person detector {name!r}; available: {sorted(DETECTORS)}") from None
