@@ -43,6 +43,8 @@ class _Track:
     prev_box: np.ndarray | None = None
     box: np.ndarray | None = None
     roi: tuple | None = None
+    ref: tuple | None = None  # (detection with its mask, frame crop of its region) last seen for real
+    held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold)
 
     def predict(self, t: int) -> np.ndarray:
         if self.prev_box is None or self.box is None:
@@ -120,7 +122,7 @@ class PersonDiscovery:
     def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
-                 scanner=None, verify: bool = True):
+                 scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0):
         self.detector = detector or PeopleDetector()
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
@@ -140,13 +142,52 @@ class PersonDiscovery:
 
             self.scanner = PoseScanner(self.roi)
         self.scan_every = max(1, int(scan_every or self.keyframe_every))
+        self.hold, self.hold_tol = bool(hold), float(hold_tol)
         self.verify = None
         if verify:
             from anonymask.models.pose.scan import PersonEvidence
 
             self.verify = getattr(self.scanner, "evidence", None) or PersonEvidence()
         self.t = 0
-        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0}
+        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0, "hold": 0}
+
+    def _hold(self, frame: np.ndarray, t: int, dets: list[Detection]) -> list[int]:
+        """Tracks lost in frame t whose person is still there: the visible part of their last mask
+        (not covered by anyone found in t) looks as it did when they were last seen (mean absolute
+        difference <= ``hold_tol`` grey levels over >= 30% of the mask). A person who stands still
+        and whom the landmark model lets go (occlusion by a passer-by, an unusual body) is kept,
+        with their last landmarks and mask, instead of being left to the background model, which
+        would then copy them back into the removed area. Returns the held track ids."""
+        held = []
+        gray = None
+        for tr in self.tracker.live(t):
+            if tr.last_t == t or tr.ref is None:
+                continue
+            d0, crop = tr.ref
+            x0, y0, x1, y1 = d0.region
+            m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
+            if not m.any():
+                continue
+            vis = m.copy()
+            for o in dets:
+                if o.mask.size == 0:
+                    continue
+                a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
+                if a1 > a0 and b1 > b0:
+                    vis[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] &= o.mask[b0 - o.region[1] : b1 - o.region[1],
+                                                                      a0 - o.region[0] : a1 - o.region[0]] < 0.5
+            if vis.sum() < 0.3 * m.sum():
+                continue
+            if gray is None:
+                gray = frame.astype(np.int16)
+            diff = np.abs(gray[y0:y1, x0:x1] - crop.astype(np.int16)).max(axis=-1)
+            if float(diff[vis].mean()) > self.hold_tol:
+                continue
+            d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
+            tr.add(t, d)
+            tr.held += 1
+            held.append(tr.tid)
+        return held
 
     def _verified(self, frame: np.ndarray, d: Detection) -> bool:
         ok = self.verify.ok(self.verify(frame, d))
@@ -209,8 +250,8 @@ class PersonDiscovery:
                     dets.append(again[0] if again else d)
         if self.recover_missed and lost:
             for tr in self.tracker.live(t):
-                if tr.last_t == t or tr.roi is not None:
-                    continue
+                if tr.last_t == t or tr.roi is not None or (tr.held and tr.held % 5):
+                    continue  # (a person held in place is searched for every 5th frame only)
                 pb = tr.predict(t)
                 if pb is None or any(box_iou(pb, d.box) > 0.3 for d in dets):
                     continue
@@ -227,7 +268,9 @@ class PersonDiscovery:
         if self.verify is not None:  # a second model must agree (the landmark model hallucinates bodies)
             dets = [d for d in dets if self._verified(frame, d)]
         if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
-            dets += [d for d in self.scanner.scan(frame, known + dets) if not _known(d, known + dets)]
+            # the whole grid when someone was lost since the last scan and is still not found
+            full = any(t - tr.last_t > 0 for tr in self.tracker.live(t))
+            dets += [d for d in self.scanner.scan(frame, known + dets, full=full) if not _known(d, known + dets)]
         return dets
 
     def push(self, frame: np.ndarray) -> FrameOutput:
@@ -246,11 +289,22 @@ class PersonDiscovery:
             if tr.roi is None:
                 tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf)
         dets, ids = tracked + new, tracked_ids + new_ids
+        for tid in (self._hold(frame, t, dets) if self.hold else []):
+            d = by_id[tid].frames[t]
+            dets.append(d)
+            ids.append(tid)
+        for d, tid in zip(dets, ids):
+            tr = by_id.get(tid) or self.tracker.tracks[tid]
+            if d.source != "hold" and d.mask.size:
+                x0, y0, x1, y1 = d.region
+                keep = Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask.copy(), d.region, d.score, d.source)
+                tr.ref, tr.held = (keep, frame[y0:y1, x0:x1].copy()), 0
         labels = np.zeros((h, w), np.uint16)
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
             paint(labels, best, d, tid)
+        for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
         self.t += 1
         return FrameOutput(labels, best)

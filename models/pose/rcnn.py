@@ -131,7 +131,7 @@ class RCNNPeopleDetector:
 
         h, w = frame.shape[:2]
         out = []
-        for box, kps, ks, score, mask in zip(*self._infer(frame)):
+        for box, kps, ks, _score, mask in zip(*self._infer(frame)):
             kp2d, conf = coco_to_landmarks(kps, ks)
             d = None
             roi = roi_from_landmarks(kp2d, conf)

@@ -215,15 +215,16 @@ class PoseScanner:
         d.source = "scan"
         return d
 
-    def scan(self, frame: np.ndarray, known: list[Detection] = ()) -> list[Detection]:
+    def scan(self, frame: np.ndarray, known: list[Detection] = (), full: bool = False) -> list[Detection]:
         """New people anywhere in the frame (the grid, or its rotating share after the first scan).
+        ``full``: the whole grid (the caller asks for it after losing someone).
         Stricter than :meth:`search`: nothing says a person is there, so the second opinion must
         be clear (``scan_combined``) and the body upright-ish (``min_aspect``: box height >= 0.9 x
         width; lying people are left to the full-frame detector)."""
         h, w = frame.shape[:2]
         k = self.scans
         cells = self.grid(h, w, 0 if k == 0 else (k - 1) // self.rotate + 1)
-        if k > 0 and self.rotate > 1:  # after a full first scan, a rotating share of a shifted grid
+        if k > 0 and self.rotate > 1 and not full:  # after a full first scan, a rotating share
             cells = cells[(k - 1) % self.rotate :: self.rotate]
         self.scans += 1
         self.last_evidence = []
