@@ -2,7 +2,8 @@
 
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
 by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
-feathered. Avatar silhouettes are not part of the hole
+feathered. Pixels in the mask in >= ``static_frac`` of a window's frames (someone standing still)
+get ``static_grow`` more pixels: the temporal median never sees past a still person's outline. Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
@@ -57,6 +58,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     grow_px = cfg.get("grow", "auto")
     sigma = float(cfg.get("feather", 2.0))
     avatar_in_hole = bool(cfg.get("avatar_in_hole", False))
+    static_px, static_frac = int(cfg.get("static_grow", 4)), float(cfg.get("static_frac", 0.8))
     raw = entry.array("raw")
     t_len, h, wd = raw.shape[:3]
     sil_all = entry.array("render/track_masks")
@@ -102,6 +104,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         if fill is not None:
             gb = _gap_boxes(prob.shape, boxes, fill, a0, float(cfg.get("box_margin", 0.15)))
             prob = np.maximum(prob, gb.astype(np.float32))
+        if static_px > 0 and len(prob) > 2:
+            # where someone stands still the background model never sees past their outline: the
+            # pixels in the mask in most frames of the window get a wider margin, in every frame
+            still = (prob >= thr).mean(axis=0) >= static_frac
+            if still.any():
+                prob = np.maximum(prob, grow(still, static_px).astype(np.float32)[None] * (thr + 1e-3))
         pm = build_person_masks(prob, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
                                 sigma=sigma, silhouettes_in_hole=avatar_in_hole)
         core = slice(t0 - a0, t1 - a0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -122,7 +123,8 @@ class PersonDiscovery:
     def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
-                 scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0):
+                 scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
+                 limbs: bool = True):
         self.detector = detector or PeopleDetector()
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
@@ -143,6 +145,7 @@ class PersonDiscovery:
             self.scanner = PoseScanner(self.roi)
         self.scan_every = max(1, int(scan_every or self.keyframe_every))
         self.hold, self.hold_tol = bool(hold), float(hold_tol)
+        self.limbs = bool(limbs)
         self.verify = None
         if verify:
             from anonymask.models.pose.scan import PersonEvidence
@@ -303,6 +306,8 @@ class PersonDiscovery:
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
+            if self.limbs and d.source != "hold":
+                add_limbs(d)
             paint(labels, best, d, tid)
         for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
@@ -337,6 +342,8 @@ class PersonDiscovery:
                         roi = None
                         break
                     d.source = "back"
+                    if self.limbs:
+                        add_limbs(d)
                     tr.frames[tt] = d
                     self.sources["back"] = self.sources.get("back", 0) + 1
                     roi = nxt
@@ -376,6 +383,34 @@ def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)
+
+
+#: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses)
+LIMBS = ((11, 13), (13, 15), (12, 14), (14, 16), (23, 25), (25, 27), (24, 26), (26, 28), (27, 31), (28, 32),
+         (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24))
+
+
+def add_limbs(d: Detection, width: float = 0.05, min_conf: float = 0.5) -> None:
+    """Draw the body's limbs (lines between confident landmarks, ``width`` x the person's height
+    thick) and a disc over the head into the detection's mask, within its region."""
+    if d.mask.size == 0 or d.kp2d is None:
+        return
+    x0, y0, x1, y1 = d.region
+    th = max(2, int(round(width * max(d.height, 1.0))))
+    m = np.ascontiguousarray(d.mask, np.float32)
+    for a, b in LIMBS:
+        if d.conf[a] < min_conf or d.conf[b] < min_conf:
+            continue
+        pa = (int(round(d.kp2d[a, 0] - x0)), int(round(d.kp2d[a, 1] - y0)))
+        pb = (int(round(d.kp2d[b, 0] - x0)), int(round(d.kp2d[b, 1] - y0)))
+        cv2.line(m, pa, pb, 1.0, th, lineType=cv2.LINE_8)
+    head = [i for i in (0, 2, 5, 7, 8) if d.conf[i] >= min_conf]
+    if head:  # the head (hair, a hat) the segmentation often trims: a disc over the face landmarks
+        c = d.kp2d[head].mean(axis=0)
+        ears = np.linalg.norm(d.kp2d[7] - d.kp2d[8]) if d.conf[7] >= min_conf and d.conf[8] >= min_conf else 0.0
+        r = max(0.6 * float(ears), 0.06 * float(d.height), 2.0)
+        cv2.circle(m, (int(round(c[0] - x0)), int(round(c[1] - y0 - 0.3 * r))), int(round(r)), 1.0, -1)
+    d.mask = m
 
 
 def paint(labels: np.ndarray, best: np.ndarray, d: Detection, tid: int) -> None:

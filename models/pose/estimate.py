@@ -125,6 +125,9 @@ def estimate_people(
         face_tracks = unexplained_faces(read_frames, t_len, person_boxes, every=every)
         masker = FaceBodyMask() if face_tracks else None
         for ft in face_tracks:
+            if not masker.confirms(read_frames, ft):
+                diag["faces_rejected"] = diag.get("faces_rejected", 0.0) + 1.0
+                continue
             fb = interpolate_boxes(ft.box_array(t_len), max_gap=2 * every)
             rid = len(lut)  # raw ids after discovery's
             present = np.nonzero(np.isfinite(fb[:, 0]))[0]

@@ -5,7 +5,8 @@ The pose landmark model needs a body; in a close-up there is none to speak of. M
 detectors (BlazeFace short and full range, shipped in the wheel) find the face; MediaPipe's selfie
 segmentation (also shipped; made for exactly this framing) gives the person's pixels. A face
 that no discovered body explains (its centre is not inside any track's box in that frame) and
-that is seen in ``min_frames`` frames becomes a *face person*: pose4d covers them with a neutral
+that is seen in ``min_frames`` frames, and where the segmentation agrees there is a person
+(:meth:`FaceBodyMask.confirms`), becomes a *face person*: pose4d covers them with a neutral
 avatar anchored on the face (models/pose/fallback.py) and removes the connected selfie-mask
 region around the face.
 """
@@ -128,9 +129,28 @@ class FaceBodyMask:
         self.seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
         self.threshold = float(threshold)
 
+    def _prob(self, frame: np.ndarray) -> np.ndarray:
+        h, w = frame.shape[:2]
+        return np.asarray(self.seg.process(np.ascontiguousarray(frame)).segmentation_mask, np.float32).reshape(h, w)
+
+    def confirms(self, read, track: FaceTrack, samples: int = 5, min_prob: float = 0.5) -> bool:
+        """A second model agrees that the face is a person's: the segmentation's probability inside
+        the face box (median over up to ``samples`` of the track's frames) is >= ``min_prob``
+        (BlazeFace alone fires now and then on a headlight or a pattern)."""
+        ts = sorted(track.boxes)
+        ts = [ts[int(i)] for i in np.unique(np.linspace(0, len(ts) - 1, min(samples, len(ts))).round())]
+        vals = []
+        for t in ts:
+            box = track.boxes[t]
+            prob = self._prob(read(t, t + 1)[0])
+            x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+            x1, y1 = int(min(prob.shape[1], np.ceil(box[2]))), int(min(prob.shape[0], np.ceil(box[3])))
+            vals.append(float(prob[y0:y1, x0:x1].mean()) if x1 > x0 and y1 > y0 else 0.0)
+        return bool(vals) and float(np.median(vals)) >= min_prob
+
     def __call__(self, frame: np.ndarray, face: np.ndarray) -> np.ndarray:
         h, w = frame.shape[:2]
-        prob = np.asarray(self.seg.process(np.ascontiguousarray(frame)).segmentation_mask, np.float32).reshape(h, w)
+        prob = self._prob(frame)
         on = (prob >= self.threshold).astype(np.uint8)
         fw, fh = face[2] - face[0], face[3] - face[1]
         x0, y0 = int(max(0, np.floor(face[0] - fw / 2))), int(max(0, np.floor(face[1] - fh / 2)))

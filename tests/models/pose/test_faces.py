@@ -35,3 +35,15 @@ def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carpho
     assert m[y0:y1, x0:x1].all()  # the face is in
     assert m.mean() > 0.25 and m[-10:].mean() > 0.4  # and the shoulders down to the frame's bottom
     assert m[:10, -30:].mean() < 0.2  # not the car window top right
+
+
+def test_a_face_without_a_person_around_it_is_not_confirmed(carphone):
+    from anonymask.models.pose.faces import FaceTrack
+
+    box, _ = FaceFinder().detect(carphone[0])[0]
+    real = FaceTrack({t: box for t in range(len(carphone))}, len(carphone) - 1)
+    masker = FaceBodyMask()
+    assert masker.confirms(lambda a, b: carphone[a:b], real)
+    # the same box on frames where the person is replaced by a flat grey wall
+    wall = np.full_like(carphone, 128)
+    assert not masker.confirms(lambda a, b: wall[a:b], real)
