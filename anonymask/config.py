@@ -13,7 +13,7 @@ from typing import Any
 DEFAULTS: dict[str, dict[str, Any]] = {
     "ingest": {"max_side": 640, "max_frames": 300},
     "pose4d": {"backend": "mediapipe", "min_visible_frames": 2, "max_gap": 10, "keyframe_every": 10,
-               "tiles": False, "detect_every": 4, "scan": True, "scan_every": 10, "detector": "mediapipe",
+               "tiles": False, "detect_every": 4, "scan": True, "scan_every": 16, "detector": "mediapipe",
                "detector_options": None},
     "motion": {"enabled": False, "checkpoint": None},
     "render": {"bank_size": 32, "bank_seed": 0},
