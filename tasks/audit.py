@@ -24,14 +24,16 @@ from anonymask.tasks.reintegrate import avatar_band
 
 def _sampled(entry: VideoEntry, every: int):
     anon, avatar = entry.array("anonymized"), entry.array("render/mask")
+    bg = entry.array("inpainted") if entry.has_array("inpainted") else None
     t_len = anon.shape[0]
     for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
         frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
         masks = np.asarray(avatar[t0 : t0 + CLIP_FRAMES]).astype(bool)
+        empty = np.asarray(bg[t0 : t0 + CLIP_FRAMES]) if bg is not None else None
         for k in range(len(frames)):
             t = t0 + k
             if t % every == 0 or t == t_len - 1:
-                yield t, frames[k], masks[k]
+                yield t, frames[k], masks[k], (empty[k] if empty is not None else None)
 
 
 def _gt_chunks(entry: VideoEntry):
@@ -42,7 +44,7 @@ def _gt_chunks(entry: VideoEntry):
         yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl]))
 
 
-@stage("audit", deps=("reintegrate", "render"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
+@stage("audit", deps=("reintegrate", "render", "inpaint"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.audit import audit_frames, get_auditor, gt_leak
 

@@ -239,19 +239,28 @@ def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -
 
 def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
                  min_frames: dict[str, int] | None = None, avatar_grow: int = 3) -> AuditReport:
-    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool) triples; see the module docstring."""
+    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people]) items;
+    see the module docstring."""
     need = {"face": 2, "body": 3, **(min_frames or {})}
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
     rep = AuditReport()
     groups: list[dict] = []  # candidate findings: kind, box, frames, score, outside
-    for t, frame, avatar in frames:
+    for item in frames:
+        t, frame, avatar = item[:3]
         rep.frames_checked += 1
         syn = avatar.astype(np.uint8)
         if kernel is not None:
             syn = cv2.dilate(syn, kernel)
         syn = syn.astype(np.float32)
-        blank = frame.copy()  # avatars greyed out: a confirming model must not see them
-        blank[avatar] = 127
+        # the frame without avatars for a confirming model: avatar pixels replaced by the removed-
+        # people background where the caller gives it (4th item), else greyed out (a flat grey
+        # silhouette still looks like a person to a pose model)
+        blank = frame.copy()
+        if len(item) > 3 and item[3] is not None:
+            grown = syn.astype(bool)
+            blank[grown] = item[3][grown]
+        else:
+            blank[avatar] = 127
         for a in auditors:
             for kind, box, score in a.detect(frame):
                 rep.detections += 1
