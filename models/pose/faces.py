@@ -82,7 +82,7 @@ def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1
 
 
 def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder | None = None,
-                      every: int = 2, window: int = 64, max_gap: int = 4, min_frames: int = 3) -> list[FaceTrack]:
+                      every: int = 2, window: int = 64, max_gap: int = 8, min_frames: int = 3) -> list[FaceTrack]:
     """Face tracks (boxes on every ``every``-th frame, gaps bridged by the caller) of faces that no
     person box explains. ``person_boxes`` (N,T,4) NaN where absent; ``read(a, b)`` gives frames."""
     finder = finder or FaceFinder()
@@ -99,7 +99,7 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
                     continue
                 live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
                 best = max(live, key=lambda tr: _iou(tr.boxes[tr.last_t], box), default=None)
-                if best is None or _iou(best.boxes[best.last_t], box) < 0.2:
+                if best is None or _iou(best.boxes[best.last_t], box) < 0.1:
                     best = FaceTrack()
                     tracks.append(best)
                 best.boxes[t] = box
