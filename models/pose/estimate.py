@@ -111,6 +111,7 @@ def estimate_people(
             tr.valid = np.isfinite(filled[:, 0])
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
+        hold_end(tr, filled, gap, (h, w), max_gap)
         lut.append(len(tracks))
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
         tracks.append(tr)
@@ -171,3 +172,25 @@ def _body():
     from anonymask.models.body.model import get_body_model
 
     return get_body_model()
+
+
+def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int, edge: float = 0.03) -> None:
+    """A person does not vanish in the middle of the frame: a track whose last box lies inside the
+    frame (farther than ``edge`` of its size from every border) but ends before the video does is
+    held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
+    segment removes the box and the avatar stays). In place, on the track, its boxes and gaps."""
+    h, w = hw
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    if seen.size == 0 or seen[-1] >= len(boxes) - 1:
+        return
+    last = int(seen[-1])
+    x0, y0, x1, y1 = boxes[last]
+    if x0 < edge * w or y0 < edge * h or x1 > (1 - edge) * w or y1 > (1 - edge) * h:
+        return  # at the border: they may have left
+    end = min(len(boxes), last + 1 + int(frames))
+    boxes[last + 1 : end] = boxes[last]
+    gap[last + 1 : end] = True
+    for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
+        arr = getattr(track, key)
+        arr[last + 1 : end] = arr[last]
+    track.valid[last + 1 : end] = True

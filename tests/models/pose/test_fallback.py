@@ -41,3 +41,24 @@ def test_smooth_boxes_keeps_absent_frames_absent():
     b = np.array([[0, 0, 10, 10], [np.nan] * 4, [2, 0, 12, 10], [4, 0, 14, 10]], np.float32)
     s = smooth_boxes(b, 1)
     assert np.isnan(s[1]).all() and np.allclose(s[2], [3, 0, 13, 10])
+
+
+def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import hold_end
+
+    boxes = np.full((10, 4), np.nan, np.float32)
+    boxes[:6] = [100, 50, 140, 150]
+    gap = np.zeros(10, bool)
+    tr = SMPLHTrack.rest(0, 10)
+    tr.valid[6:] = False
+    tr.transl[:6] = [0.1, 0.2, 3.0]
+    hold_end(tr, boxes, gap, (240, 320), frames=3)
+    assert gap.tolist() == [False] * 6 + [True] * 3 + [False] and tr.valid.tolist() == [True] * 9 + [False]
+    assert np.allclose(boxes[8], [100, 50, 140, 150]) and np.isnan(boxes[9]).all()
+    assert np.allclose(tr.transl[8], [0.1, 0.2, 3.0])
+    edge = np.full((10, 4), np.nan, np.float32)
+    edge[:6] = [0, 50, 40, 150]  # leaving through the left border
+    g2 = np.zeros(10, bool)
+    hold_end(SMPLHTrack.rest(0, 10), edge, g2, (240, 320), frames=3)
+    assert not g2.any() and np.isnan(edge[6:]).all()
