@@ -3,7 +3,8 @@
 People are found by MediaPipe's BlazePose detector + pose landmark model (models/pose). The audit
 uses other models, so one model's blind spot is not the audit's:
 - ``face``: MediaPipe's BlazeFace face detectors (short-range and full-range models, shipped in the
-  wheel), on the frame and on overlapping tiles (small faces);
+  wheel), on the frame and on overlapping tiles (small faces), confirmed by the selfie
+  segmentation seeing a person around the face;
 - ``hog``: OpenCV's HOG + linear SVM pedestrian detector (built into OpenCV, no weights file); a
   weak detection must be confirmed by the pose landmark model on its box (``HogAuditor``).
 
@@ -62,13 +63,15 @@ class FaceAuditor:
     larger than ``tile_above`` pixels, on overlapping tiles: the models see a 128 / 192 px version
     of what they are given, so a small face is only found on a tile."""
 
-    def __init__(self, min_score: float = 0.7, tile_above: int = 320):
+    def __init__(self, min_score: float = 0.7, tile_above: int = 320, min_person: float = 0.4):
         import mediapipe as mp
 
         self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
                        for s in (0, 1)]
         self.tile_above = int(tile_above)
         self.min_score = float(min_score)
+        self.min_person = float(min_person)
+        self._seg = None
         self.last_scores: list[float] = []
 
     def _run(self, image: np.ndarray, ox: int, oy: int, models) -> list[tuple[str, np.ndarray, float]]:
@@ -85,6 +88,27 @@ class FaceAuditor:
                 out.append(("face", box, sc))
                 self.last_scores.append(sc)
         return out
+
+    def confirmed(self, frame: np.ndarray, kind: str, box: np.ndarray, score: float) -> bool:
+        """Asked for faces outside avatar pixels: MediaPipe's selfie segmentation, on a crop 3x the
+        face around it, must see a person in the face box (mean probability >= ``min_person``);
+        BlazeFace alone fires on a motorbike's headlight."""
+        import mediapipe as mp
+
+        if self._seg is None:
+            self._seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
+        h, w = frame.shape[:2]
+        bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+        side = 3.0 * max(bw, bh, 8.0)
+        cx, cy = float(box[0] + box[2]) / 2, float(box[1] + box[3]) / 2 + 0.5 * bh
+        s = 256.0 / side
+        m = np.float32([[s, 0, 128 - cx * s], [0, s, 128 - cy * s]])
+        crop = cv2.warpAffine(frame, m, (256, 256), borderMode=cv2.BORDER_REPLICATE)
+        prob = self._seg.process(np.ascontiguousarray(crop)).segmentation_mask
+        x0, y0 = (np.array([box[0], box[1]]) * s + m[:, 2]).astype(int)
+        x1, y1 = (np.array([box[2], box[3]]) * s + m[:, 2]).astype(int)
+        x0, y0, x1, y1 = max(0, x0), max(0, y0), min(256, x1), min(256, y1)
+        return x1 > x0 and y1 > y0 and float(prob[y0:y1, x0:x1].mean()) >= self.min_person
 
     def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
         h, w = frame.shape[:2]
