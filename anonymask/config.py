@@ -15,11 +15,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # max_bad_frames: decode errors + frames lost tolerated before the video fails
     "ingest": {"max_side": 640, "max_frames": None, "max_bad_frames": 0},
     "pose4d": {"backend": "mediapipe", "min_visible_frames": 2, "max_gap": 10, "keyframe_every": 10,
-               "tiles": True},
+               "tiles": False, "detect_every": 4, "scan": True, "scan_every": 16, "detector": "mediapipe",
+               "detector_options": None},
     "motion": {"enabled": False, "checkpoint": None},
     "render": {"bank_size": 32, "bank_seed": 0},
-    "segment": {"backend": "mediapipe", "threshold": 0.5, "unflicker": 2, "grow": 4, "feather": 2.0,
-                "box_fill": False, "box_margin": 0.15},
+    "segment": {"backend": "mediapipe", "threshold": 0.5, "unflicker": 1, "grow": "auto", "feather": 2.0,
+                "box_fill": False, "box_margin": 0.15, "avatar_in_hole": False,
+                "static_grow": 4, "static_frac": 0.8},
     "inpaint": {"backend": "temporal_median"},
     "merge": {},
     "tubelets": {"size": 128, "margin": 0.15, "smooth": 3.0},
@@ -27,7 +29,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "refine": {"backend": "none", "steps": 8, "strength": 0.6, "window": 16, "stride": 8, "seed": 0},
     "reintegrate": {},
     "audit": {"detectors": ["face", "hog"], "every": 4, "min_outside": 0.6, "min_face_frames": 2,
-              "min_body_frames": 3, "fail": True},
+              "min_body_frames": 3, "fail": True, "ground_truth": True, "max_gt_leak": 0.001},
 }
 
 #: per-dataset defaults on top of DEFAULTS (the deployments use these)

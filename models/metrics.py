@@ -79,6 +79,7 @@ def person_leak(
     gt_person_mask: np.ndarray,
     background: np.ndarray,
     tol: float = 10.0,
+    synthetic: np.ndarray | None = None,
 ) -> float:
     """Fraction of the person's distinguishable pixels whose real colour is still shown.
 
@@ -92,8 +93,12 @@ def person_leak(
     person with the background gives exactly 0; an avatar gives the small fraction of pixels where
     its colour happens to match the person's within ``tol``. No distinguishable pixel -> nan.
     ``background`` is (T,H,W,3) or one (H,W,3) image (the scene without the person).
+    ``synthetic`` (T,H,W) bool: pixels that are avatar (rendered); they never count as leaked (an
+    avatar pixel whose colour happens to match the person's shows nothing of them), and a pixel
+    counts only where the output is closer to the person than to the background. The result is
+    then the *real* leak: person pixels shown outside avatars.
     """
-    leaked, n = person_leak_counts(original, anonymized, gt_person_mask, background, tol)
+    leaked, n = person_leak_counts(original, anonymized, gt_person_mask, background, tol, synthetic)
     if n == 0:
         return math.nan
     return leaked / n
@@ -105,6 +110,7 @@ def person_leak_counts(
     gt_person_mask: np.ndarray,
     background: np.ndarray,
     tol: float = 10.0,
+    synthetic: np.ndarray | None = None,
 ) -> tuple[int, int]:
     """(leaked, distinguishable) pixel counts of :func:`person_leak`: sums over windows of frames
     add up to the whole video's, so long videos are measured window by window."""
@@ -120,4 +126,11 @@ def person_leak_counts(
     d_bg = np.abs(xs - bg[m].astype(np.int16)).max(axis=-1)
     d_out = np.abs(y[m].astype(np.int16) - xs).max(axis=-1)
     distinguishable = d_bg > tol
-    return int(np.count_nonzero(distinguishable & (d_out <= tol))), int(np.count_nonzero(distinguishable))
+leaked = distinguishable & (d_out <= tol)
+    if synthetic is not None:
+        # real leak: outside avatars, and closer to the person than to the background (an
+        # inpainted pixel where the person's colour is within ``tol`` of the background shows
+        # the background, not the person)
+        d_to_bg = np.abs(y[m].astype(np.int16) - bg[m].astype(np.int16)).max(axis=-1)
+        leaked &= ~as_bool(synthetic)[m] & (d_out < d_to_bg)
+    return int(np.count_nonzero(leaked)), int(np.count_nonzero(distinguishable))

@@ -4,7 +4,10 @@ Face and body detectors that differ from the one that found the people (models/a
 ``every``-th frame of ``anonymized``; a face or body found mostly outside the avatar pixels
 (``render/mask``) in several audited frames fails the video with an :class:`AuditError` that names
 the frames. Metrics: ``audit_frames``, ``audit_detections``, ``audit_on_avatars``,
-``audit_findings`` and ``audit_passed``.
+``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
+ground-truth leak check runs too (models/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
+share) fails the video above ``max_gt_leak``; ``audit_detector_findings`` keeps what the detectors
+alone said, so their recall can be measured against it.
 """
 
 from __future__ import annotations
@@ -16,30 +19,48 @@ import numpy as np
 from anonymask.errors import AuditError
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.common import stage
+from anonymask.tasks.reintegrate import avatar_band
 
 
 def _sampled(entry: VideoEntry, every: int):
     anon, avatar = entry.array("anonymized"), entry.array("render/mask")
+    bg = entry.array("inpainted") if entry.has_array("inpainted") else None
     t_len = anon.shape[0]
     for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
         frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
         masks = np.asarray(avatar[t0 : t0 + CLIP_FRAMES]).astype(bool)
+        empty = np.asarray(bg[t0 : t0 + CLIP_FRAMES]) if bg is not None else None
         for k in range(len(frames)):
             t = t0 + k
             if t % every == 0 or t == t_len - 1:
-                yield t, frames[k], masks[k]
+                yield t, frames[k], masks[k], (empty[k] if empty is not None else None)
 
 
-@stage("audit", deps=("reintegrate", "render"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
+def _gt_chunks(entry: VideoEntry):
+    raw, out, gt, syn = (entry.array(k) for k in ("raw", "anonymized", "gt/person_mask", "render/mask"))
+    bg = entry.read("gt/background")
+    for t0 in range(0, raw.shape[0], CLIP_FRAMES):
+        sl = slice(t0, t0 + CLIP_FRAMES)
+        yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl]))
+
+
+@stage("audit", deps=("reintegrate", "render", "inpaint"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.audit import audit_frames, get_auditor
+    from anonymask.models.audit import audit_frames, get_auditor, gt_leak
 
     auditors = [get_auditor(name) for name in cfg.get("detectors", ["face", "hog"])]
     rep = audit_frames(_sampled(entry, max(1, int(cfg.get("every", 4)))), auditors,
                        min_outside=float(cfg.get("min_outside", 0.6)),
                        min_frames={"face": int(cfg.get("min_face_frames", 2)), "body": int(cfg.get("min_body_frames", 3))})
+    detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
-             audit_findings=len(rep.findings), audit_passed=float(rep.passed))
+             audit_unconfirmed=rep.unconfirmed, audit_detector_findings=detector_findings)
+    if cfg.get("ground_truth", True) and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
+        share, finding = gt_leak(_gt_chunks(entry), max_leak=float(cfg.get("max_gt_leak", 0.001)))
+        w.metric(audit_gt_leak=share, audit_gt_failed=float(finding is not None))
+        if finding is not None:
+            rep.findings.append(finding)
+    w.metric(audit_findings=len(rep.findings), audit_passed=float(rep.passed))
     if rep.findings:
         w.metric(audit_report=[f.__dict__ for f in rep.findings])
         if cfg.get("fail", True):

@@ -1,12 +1,16 @@
 """Stage ``pose4d``: SMPL-H tracks + camera per video, into ``pose/``.
 
-Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py),
+Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py; the
+person detector is ``detector: mediapipe`` offline, or ``rcnn``: torchvision Keypoint/Mask R-CNN
+from ``$ANONYMASK_WEIGHTS``, models/pose/rcnn.py),
 streaming ``raw`` in windows of frames, and also writes what later stages need to remove and
 replace exactly those people:
 - ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
   ``pose/instance_track`` (R,) int32: raw track id -> posed track index (-1: not posed);
 - ``pose/person_prob`` (T,H,W) uint8: person probability (max over people), 0..255;
-- ``pose/boxes`` (N,T,4) with the frames bridged between detections filled, ``pose/gap`` (N,T).
+- ``pose/boxes`` (N,T,4) with the frames bridged between detections filled, ``pose/gap`` (N,T);
+- ``pose/kinds`` (N,) int8: 0 posed, 1 a neutral avatar fitted into the box (seen too briefly to
+  pose), 2 a neutral avatar anchored on the face (a close-up or a face without a found body).
 With ground truth in the store the stage records ``mpjpe_mm`` (root-aligned, 22 body joints).
 """
 
@@ -64,14 +68,20 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             labels[t] = lab
             prob[t] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
+        from anonymask.models.pose.people import get_detector
+
+        det_name = str(cfg.get("detector", "mediapipe"))
+        detector = get_detector(det_name, **(cfg.get("detector_options") or {}))
         try:
             res = estimate_people(
             frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
             read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
-            backfill=bool(cfg.get("backfill", True)),
+            backfill=bool(cfg.get("backfill", True)), faces=bool(cfg.get("faces", True)),
             min_visible_frames=min(int(cfg.get("min_visible_frames", 2)), t_len),  # one frame is a video too
             max_gap=int(cfg.get("max_gap", 10)),
-            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", True)),
+            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", False)),
+            detect_every=int(cfg.get("detect_every", 4)), scan=bool(cfg.get("scan", True)),
+            scan_every=cfg.get("scan_every"), detector=detector,
             fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
             )
         except NoPersonError as err:
@@ -86,6 +96,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         w.write("pose/instance_track", res.instance_track, frame_chunked=False)
         w.write("pose/boxes", res.boxes, frame_chunked=False)
         w.write("pose/gap", res.gap, frame_chunked=False)
+        w.write("pose/kinds", res.kinds, frame_chunked=False)
         tracks, camera = res.tracks, res.camera
         w.metric(**res.diagnostics)
     elif backend == "ntu-skeleton":

@@ -2,7 +2,9 @@
 ``anonymized`` (x_tilde) and ``public_mask`` (r: pixels that are entirely synthetic).
 
 Records ``person_leak`` on synthetic data: the fraction of ground-truth person pixels whose real
-appearance is still visible (target 0).
+appearance is still visible (target 0), and ``real_leak``: the same, not counting pixels under an
+avatar or within 2 px of one (an avatar pixel, or the resampled avatar crop bleeding into the
+background, whose colour happens to match the person's is not a leak).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     gt = entry.has_array("gt/person_mask")
     bg = entry.read("gt/background") if gt else None
     public_px = 0
-    leaked = distinguishable = 0
+    leaked = real = distinguishable = 0
     with w.frames("anonymized", (h, wd, 3), np.uint8, t_len) as out_x, \
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
         for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
@@ -52,10 +54,22 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             out_r.write(r)
             public_px += int(np.count_nonzero(r))
             if gt:
-                lk, n = person_leak_counts(entry.read("raw", win.core), x_tilde,
-                                           entry.read("gt/person_mask", win.core), bg)
+                raw, person = entry.read("raw", win.core), entry.read("gt/person_mask", win.core)
+                lk, n = person_leak_counts(raw, x_tilde, person, bg)
+                rl, _ = person_leak_counts(raw, x_tilde, person, bg,
+                                           synthetic=avatar_band(entry.read("render/mask", win.core)))
                 leaked += lk
+                real += rl
                 distinguishable += n
     w.metric(public_fraction=public_px / float(max(t_len * h * wd, 1)))
     if gt:
-        w.metric(person_leak=leaked / distinguishable if distinguishable else float("nan"))
+        w.metric(person_leak=leaked / distinguishable if distinguishable else float("nan"),
+                 real_leak=real / distinguishable if distinguishable else float("nan"))
+
+
+def avatar_band(avatar: np.ndarray, pixels: int = 2) -> np.ndarray:
+    """Avatar pixels grown by ``pixels``: where the pasted (resampled, feathered) avatar crop bleeds
+    its colours into the background; no real pixel value is shown there."""
+    from anonymask.models.segment.masks import grow
+
+    return grow(avatar.astype(bool), pixels)

@@ -36,7 +36,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     avatars = [bank.choose(f"{entry.video_id}/{t.track_id}") for t in tracks]
     body = get_body_model()
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
-    tracks = [body.reshape_track(tr, av.betas, keep="feet") for tr, av in zip(tracks, avatars)]
+    # (a face-anchored fallback avatar keeps its pelvis, so its face stays on the person's face)
+    kinds = entry.read("pose/kinds") if entry.has_array("pose/kinds") else np.zeros(len(tracks), np.int8)
+    tracks = [body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet")
+              for tr, av, k in zip(tracks, avatars, kinds)]
     t_len = tracks[0].num_frames if tracks else entry.num_frames
     n = len(tracks)
     _, face_ids = face_landmarks(body)

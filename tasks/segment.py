@@ -1,7 +1,11 @@
 """Stage ``segment``: the person mask q, tight, streamed over windows of frames.
 
-q = (person probability from pose4d >= threshold) OR (every avatar's silhouette), unflickered over
-+-``unflicker`` frames, grown by ``grow`` pixels (the safety margin), feathered. Box filling is a
+q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
+by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
+feathered. Pixels in the mask in >= ``static_frac`` of a window's frames (someone standing still)
+get ``static_grow`` more pixels: the temporal median never sees past a still person's outline. Avatar silhouettes are not part of the hole
+(``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
+inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
 there), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
 pixels nearest to that person's instance mask or avatar) for reintegration.
@@ -51,8 +55,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     backend = cfg.get("backend", "mediapipe")
     thr = float(cfg.get("threshold", 0.5))
     b = int(cfg.get("unflicker", 2))
-    grow_px = int(cfg.get("grow", 4))
+    grow_px = cfg.get("grow", "auto")
     sigma = float(cfg.get("feather", 2.0))
+    avatar_in_hole = bool(cfg.get("avatar_in_hole", False))
+    static_px, static_frac = int(cfg.get("static_grow", 4)), float(cfg.get("static_frac", 0.8))
     raw = entry.array("raw")
     t_len, h, wd = raw.shape[:3]
     sil_all = entry.array("render/track_masks")
@@ -64,6 +70,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if boxes is not None:
         fill = np.ones(boxes.shape[:2], bool) if cfg.get("box_fill", False) else (
             entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
+    grow_px = margin_pixels(grow_px, boxes, float(cfg.get("grow_frac", 0.02)), int(cfg.get("grow_min", 2)),
+                            int(cfg.get("grow_max", 8)))
     has_gt = entry.has_array("gt/person_mask")
     hole_arr = entry.create_array("person_hole", (t_len, h, wd), bool)
     mask_arr = entry.create_array("person_mask", (t_len, h, wd), np.uint8)
@@ -96,8 +104,14 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         if fill is not None:
             gb = _gap_boxes(prob.shape, boxes, fill, a0, float(cfg.get("box_margin", 0.15)))
             prob = np.maximum(prob, gb.astype(np.float32))
+        if static_px > 0 and len(prob) > 2:
+            # where someone stands still the background model never sees past their outline: the
+            # pixels in the mask in most frames of the window get a wider margin, in every frame
+            still = (prob >= thr).mean(axis=0) >= static_frac
+            if still.any():
+                prob = np.maximum(prob, grow(still, static_px).astype(np.float32)[None] * (thr + 1e-3))
         pm = build_person_masks(prob, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                sigma=sigma)
+                                sigma=sigma, silhouettes_in_hole=avatar_in_hole)
         core = slice(t0 - a0, t1 - a0)
         hole_arr[t0:t1] = pm.hole[core]
         mask_arr[t0:t1] = _to_u8(pm.alpha[core])
@@ -106,7 +120,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         hole_px += int(pm.hole[core].sum())
         if has_gt:
             gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
-            before = person_mask(seg_prob[core], [o[core] for o in owners] if n else None, thr)
+            before = person_mask(seg_prob[core], [o[core] for o in owners] if n and avatar_in_hole else None, thr)
             inter += int((before & gt).sum())
             union += int((before | gt).sum())
             gt_px += int(gt.sum())
@@ -114,7 +128,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     w.add_written("person_mask")
     if track_arr is not None:
         w.add_written("person_track_alphas")
-    w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)))
+    w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)), grow_px=grow_px)
     if has_inst and n:
         cov = [inst_cov[j] / inst_px[j] for j in range(n) if inst_px[j] > 0]
         if cov:
@@ -127,3 +141,15 @@ def lut_map(labels: np.ndarray, lut: np.ndarray) -> np.ndarray:
     """Raw instance labels (id + 1, 0 = nobody) -> posed track index (-1: nobody or not posed)."""
     table = np.concatenate([[-1], np.asarray(lut, np.int32)]).astype(np.int32)
     return table[np.minimum(labels.astype(np.int64), len(table) - 1)]
+
+
+def margin_pixels(grow, boxes: np.ndarray | None, frac: float, lo: int, hi: int) -> int:
+    """The safety margin in pixels: a number, or ``"auto"``: ``frac`` x the median height of the
+    people's boxes, clipped to [lo, hi] (a fixed margin is a lot of background around a small
+    person and little around a large one)."""
+    if grow != "auto":
+        return int(grow)
+    if boxes is None or not np.isfinite(boxes).any():
+        return int(lo)
+    heights = (boxes[..., 3] - boxes[..., 1])[np.isfinite(boxes[..., 3])]
+    return int(np.clip(round(frac * float(np.median(heights))), lo, hi)) if heights.size else int(lo)

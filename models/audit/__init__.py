@@ -8,5 +8,6 @@ from anonymask.models.audit.detectors import (
     get_auditor,
     register_auditor,
 )
+from anonymask.models.audit.ground_truth import gt_leak
 
-__all__ = ["AuditFinding", "AuditReport", "audit_frames", "available_auditors", "get_auditor", "register_auditor"]
+__all__ = ["AuditFinding", "AuditReport", "audit_frames", "available_auditors", "get_auditor", "register_auditor", "gt_leak"]

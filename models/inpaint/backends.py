@@ -11,6 +11,8 @@ input frame, bit for bit, so lighting changes and everything that is not a perso
   videos (``inpaint_stream``) the median is taken per window of frames (+ context), pixels a
   window never uncovers take the median of a bounded sample of frames from the whole video.
 - ``opencv`` (moving cameras, or a fallback): ``cv2.inpaint`` on every frame independently.
+- ``propainter`` (GPU users, weights from ``$ANONYMASK_WEIGHTS/propainter``): ProPainter's flow
+  completion + propagation + video transformer (models/inpaint/propainter.py).
 """
 
 from __future__ import annotations
@@ -211,3 +213,11 @@ class OpenCVInpainter:
                 # take only hole pixels from the fill: outside it the frame stays bit for bit
                 cv2.copyTo(filled, hole[t].view(np.uint8), out[t])
         return out
+
+
+@register_inpainter("propainter")
+def _propainter(**cfg) -> Inpainter:
+    """Learned video inpainting (ProPainter, weights from ANONYMASK_WEIGHTS): models/inpaint/propainter.py."""
+    from anonymask.models.inpaint.propainter import ProPainterInpainter
+
+    return ProPainterInpainter(**cfg)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -25,9 +26,13 @@ from anonymask.models.pose.people import (
     Detection,
     PeopleDetector,
     box_iou,
+    mask_overlap,
     merge_detections,
     same_person,
     square_tiles,
+)
+from anonymask.models.pose.people import (
+    known_person as _known,
 )
 
 
@@ -39,6 +44,8 @@ class _Track:
     prev_box: np.ndarray | None = None
     box: np.ndarray | None = None
     roi: tuple | None = None
+    ref: tuple | None = None  # (detection with its mask, frame crop of its region) last seen for real
+    held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold)
 
     def predict(self, t: int) -> np.ndarray:
         if self.prev_box is None or self.box is None:
@@ -98,22 +105,6 @@ def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, marg
             or (bx1 >= x0 + s - margin and x0 + s < w) or (by1 >= y0 + s - margin and y0 + s < h))
 
 
-def _covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
-    """Most of d's box lies inside a detection already found (a part of a person found again)."""
-    a = max(1.0, float((d.box[2] - d.box[0]) * (d.box[3] - d.box[1])))
-    for o in others:
-        x0, y0 = max(d.box[0], o.box[0]), max(d.box[1], o.box[1])
-        x1, y1 = min(d.box[2], o.box[2]), min(d.box[3], o.box[3])
-        if max(0.0, x1 - x0) * max(0.0, y1 - y0) / a > frac:
-            return True
-    return False
-
-
-def _known(d: Detection, others: list[Detection]) -> bool:
-    """d is a person already found (same landmarks) or a part of one (mostly inside their box)."""
-    return any(same_person(o, d) for o in others) or _covered(d, others)
-
-
 def _centred_crop(box: np.ndarray, scale: float = 1.6) -> tuple[float, float, float]:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     side = max(box[2] - box[0], box[3] - box[1]) * scale
@@ -131,7 +122,9 @@ class PersonDiscovery:
 
     def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
-                 detect_every: int = 2, roi_tracking: bool = True):
+                 detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
+                 scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
+                 limbs: bool = True):
         self.detector = detector or PeopleDetector()
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
@@ -145,20 +138,90 @@ class PersonDiscovery:
             from anonymask.models.pose.roi import RoiLandmarker
 
             self.roi = RoiLandmarker()
+        self.scanner = scanner
+        if self.scanner is None and scan:
+            from anonymask.models.pose.scan import PoseScanner
+
+            self.scanner = PoseScanner(self.roi)
+        self.scan_every = max(1, int(scan_every or self.keyframe_every))
+        self.hold, self.hold_tol = bool(hold), float(hold_tol)
+        self.limbs = bool(limbs)
+        self.verify = None
+        if verify:
+            from anonymask.models.pose.scan import PersonEvidence
+
+            self.verify = getattr(self.scanner, "evidence", None) or PersonEvidence()
         self.t = 0
-        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0}
+        self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0, "hold": 0}
+
+    def _hold(self, frame: np.ndarray, t: int, dets: list[Detection]) -> list[int]:
+        """Tracks lost in frame t whose person is still there: the visible part of their last mask
+        (not covered by anyone found in t) looks as it did when they were last seen (mean absolute
+        difference <= ``hold_tol`` grey levels over >= 30% of the mask). A person who stands still
+        and whom the landmark model lets go (occlusion by a passer-by, an unusual body) is kept,
+        with their last landmarks and mask, instead of being left to the background model, which
+        would then copy them back into the removed area. Returns the held track ids."""
+        held = []
+        gray = None
+        for tr in self.tracker.live(t):
+            if tr.last_t == t or tr.ref is None:
+                continue
+            d0, crop = tr.ref
+            x0, y0, x1, y1 = d0.region
+            m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
+            if not m.any():
+                continue
+            vis = m.copy()
+            for o in dets:
+                if o.mask.size == 0:
+                    continue
+                a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
+                if a1 > a0 and b1 > b0:
+                    vis[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] &= o.mask[b0 - o.region[1] : b1 - o.region[1],
+                                                                      a0 - o.region[0] : a1 - o.region[0]] < 0.5
+            if vis.sum() < 0.3 * m.sum():
+                continue
+            if gray is None:
+                gray = frame.astype(np.int16)
+            diff = np.abs(gray[y0:y1, x0:x1] - crop.astype(np.int16)).max(axis=-1)
+            if float(diff[vis].mean()) > self.hold_tol:
+                continue
+            d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
+            tr.add(t, d)
+            tr.held += 1
+            held.append(tr.tid)
+        return held
+
+    def _verified(self, frame: np.ndarray, d: Detection) -> bool:
+        ok = self.verify.ok(self.verify(frame, d))
+        if not ok:
+            self.sources["rejected"] = self.sources.get("rejected", 0) + 1
+        return ok
 
     def _follow(self, frame: np.ndarray, t: int) -> tuple[list[Detection], list[int], bool]:
-        """Step 1: tracked people on their regions. Returns (detections, track ids, any lost)."""
-        dets, ids, lost = [], [], False
+        """Step 1: tracked people on their regions. Returns (detections, track ids, any lost).
+
+        Two tracks whose regions slid onto the same person (people crossing) keep one detection:
+        it goes to the track whose predicted box it matches best; the other track is lost (and
+        searched for by :meth:`_find`)."""
+        lost = False
         if self.roi is None:
-            return dets, ids, bool(self.tracker.live(t))
+            return [], [], bool(self.tracker.live(t))
+        cand = []  # (track, detection, next roi, fit to the track's prediction)
         for tr in self.tracker.live(t):
             if tr.roi is None:
                 lost = True
                 continue
             d, nxt, _ = self.roi.track(frame, tr.roi)
-            if d is None or any(same_person(o, d) for o in dets):
+            if d is None:
+                tr.roi = None
+                lost = True
+                continue
+            pb = tr.predict(t)
+            cand.append((tr, d, nxt, box_iou(pb, d.box) if pb is not None else 0.0))
+        dets, ids = [], []
+        for tr, d, nxt, _ in sorted(cand, key=lambda c: -c[3]):
+            if any(same_person(o, d) for o in dets):
                 tr.roi = None
                 lost = True
                 continue
@@ -171,10 +234,14 @@ class PersonDiscovery:
         """Steps 2-3: new people (and lost ones) that no followed track explains."""
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
-        if not (lost or key or t % self.detect_every == 0 or not tracked):
+        scan = self.scanner is not None and t % self.scan_every == 0
+        if not (lost or key or scan or t % self.detect_every == 0 or not tracked):
             return []
         known = list(tracked)
-        dets = [d for d in self.detector.detect(frame) if not _known(d, known)]
+        # a detection that holds most of a followed person's mask is that person drawn wrongly
+        # (the detector sometimes lays a body over an object next to them), not someone new
+        dets = [d for d in self.detector.detect(frame)
+                if not _known(d, known) and not any(mask_overlap(o, [d]) > 0.8 for o in known)]
         if key:
             for tile in square_tiles(h, w, self.tile_frac):
                 for d in self.detector.detect_region(frame, *tile, source="tile"):
@@ -186,8 +253,8 @@ class PersonDiscovery:
                     dets.append(again[0] if again else d)
         if self.recover_missed and lost:
             for tr in self.tracker.live(t):
-                if tr.last_t == t or tr.roi is not None:
-                    continue
+                if tr.last_t == t or tr.roi is not None or (tr.held and tr.held % 5):
+                    continue  # (a person held in place is searched for every 5th frame only)
                 pb = tr.predict(t)
                 if pb is None or any(box_iou(pb, d.box) > 0.3 for d in dets):
                     continue
@@ -195,7 +262,19 @@ class PersonDiscovery:
                          if box_iou(e.box, pb) > 0.2 and not _known(e, known + dets)]
                 if found:
                     dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
-        return merge_detections(dets)
+                elif self.scanner is not None and (t - tr.last_t) % 2 == 1:  # the landmark model alone, where they were
+                    e = self.scanner.search(frame, pb, known + dets)
+                    if e is not None and not _known(e, known + dets):
+                        e.source = "search"
+                        dets.append(e)
+        dets = merge_detections(dets)
+        if self.verify is not None:  # a second model must agree (the landmark model hallucinates bodies)
+            dets = [d for d in dets if self._verified(frame, d)]
+        if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
+            # the whole grid when someone was lost since the last scan and is still not found
+            full = any(t - tr.last_t > 0 for tr in self.tracker.live(t))
+            dets += [d for d in self.scanner.scan(frame, known + dets, full=full) if not _known(d, known + dets)]
+        return dets
 
     def push(self, frame: np.ndarray) -> FrameOutput:
         from anonymask.models.pose.roi import roi_from_landmarks
@@ -211,13 +290,26 @@ class PersonDiscovery:
         for d, tid in zip(new, new_ids):
             tr = self.tracker.tracks[tid]
             if tr.roi is None:
-                tr.roi = roi_from_landmarks(d.kp2d, d.conf)
+                tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf)
         dets, ids = tracked + new, tracked_ids + new_ids
+        for tid in (self._hold(frame, t, dets) if self.hold else []):
+            d = by_id[tid].frames[t]
+            dets.append(d)
+            ids.append(tid)
+        for d, tid in zip(dets, ids):
+            tr = by_id.get(tid) or self.tracker.tracks[tid]
+            if d.source != "hold" and d.mask.size:
+                x0, y0, x1, y1 = d.region
+                keep = Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask.copy(), d.region, d.score, d.source)
+                tr.ref, tr.held = (keep, frame[y0:y1, x0:x1].copy()), 0
         labels = np.zeros((h, w), np.uint16)
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
+            if self.limbs and d.source != "hold":
+                add_limbs(d)
             paint(labels, best, d, tid)
+        for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
         self.t += 1
         return FrameOutput(labels, best)
@@ -250,6 +342,8 @@ class PersonDiscovery:
                         roi = None
                         break
                     d.source = "back"
+                    if self.limbs:
+                        add_limbs(d)
                     tr.frames[tt] = d
                     self.sources["back"] = self.sources.get("back", 0) + 1
                     roi = nxt
@@ -289,6 +383,34 @@ def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)
+
+
+#: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses)
+LIMBS = ((11, 13), (13, 15), (12, 14), (14, 16), (23, 25), (25, 27), (24, 26), (26, 28), (27, 31), (28, 32),
+         (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24))
+
+
+def add_limbs(d: Detection, width: float = 0.05, min_conf: float = 0.5) -> None:
+    """Draw the body's limbs (lines between confident landmarks, ``width`` x the person's height
+    thick) and a disc over the head into the detection's mask, within its region."""
+    if d.mask.size == 0 or d.kp2d is None:
+        return
+    x0, y0, x1, y1 = d.region
+    th = max(2, int(round(width * max(d.height, 1.0))))
+    m = np.ascontiguousarray(d.mask, np.float32)
+    for a, b in LIMBS:
+        if d.conf[a] < min_conf or d.conf[b] < min_conf:
+            continue
+        pa = (int(round(d.kp2d[a, 0] - x0)), int(round(d.kp2d[a, 1] - y0)))
+        pb = (int(round(d.kp2d[b, 0] - x0)), int(round(d.kp2d[b, 1] - y0)))
+        cv2.line(m, pa, pb, 1.0, th, lineType=cv2.LINE_8)
+    head = [i for i in (0, 2, 5, 7, 8) if d.conf[i] >= min_conf]
+    if head:  # the head (hair, a hat) the segmentation often trims: a disc over the face landmarks
+        c = d.kp2d[head].mean(axis=0)
+        ears = np.linalg.norm(d.kp2d[7] - d.kp2d[8]) if d.conf[7] >= min_conf and d.conf[8] >= min_conf else 0.0
+        r = max(0.6 * float(ears), 0.06 * float(d.height), 2.0)
+        cv2.circle(m, (int(round(c[0] - x0)), int(round(c[1] - y0 - 0.3 * r))), int(round(r)), 1.0, -1)
+    d.mask = m
 
 
 def paint(labels: np.ndarray, best: np.ndarray, d: Detection, tid: int) -> None:

@@ -16,8 +16,12 @@ import numpy as np
 
 from anonymask.errors import NoPersonError
 from anonymask.models.body.tracks import Camera, SMPLHTrack
+from anonymask.models.pose.fallback import box_track
 from anonymask.models.pose.fit import FitConfig, fit_track
 from anonymask.models.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
+
+#: how a track's avatar was obtained (``pose/kinds``)
+POSED, FALLBACK_BOX, FALLBACK_FACE = 0, 1, 2
 
 
 @dataclass
@@ -28,6 +32,7 @@ class PoseResult:
     diagnostics: dict[str, float] = field(default_factory=dict)
     instance_track: np.ndarray | None = None  # raw track id -> posed track index (-1: none)
     gap: np.ndarray | None = None  # (N,T) bool: frames bridged between detections
+    kinds: np.ndarray | None = None  # (N,) int8: POSED, FALLBACK_BOX or FALLBACK_FACE
 
 
 def default_camera(width: int, height: int, fov_deg: float = 60.0) -> Camera:
@@ -44,13 +49,18 @@ def estimate_people(
     min_visible_frames: int = 2,
     max_gap: int = 10,
     keyframe_every: int = 10,
-    tiles: bool = True,
+    tiles: bool = False,
+    detect_every: int = 4,
+    scan: bool = True,
+    scan_every: int | None = None,
     fit: FitConfig | None = None,
     source: str = "video",
     discovery=None,
     read_frames=None,
     paint_frame=None,
     backfill: bool = True,
+    faces: bool = True,
+    detector=None,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -58,18 +68,22 @@ def estimate_people(
     uint16, prob (n,H,W) float32)`` receives the instance labels (raw track id + 1) and person
     probability of each window. Nothing here holds more than one window of frames.
 
-    A track seen in fewer than ``min_visible_frames`` frames (capped at the video length) is not
-    posed: it is counted in ``diagnostics["unconfirmed_tracks"]``, its pixels stay in the person
-    probability (so they are removed) and the audit looks at the output. ``result.instance_track``
-    maps raw track ids to posed track indices (-1: unconfirmed). With ``read_frames(a, b)``, tracks
-    that start late are followed backwards (``PersonDiscovery.backfill``) and each earlier detection
-    is handed to ``paint_frame(t, detection, raw id)``.
+    Every person found gets a track (never erased without a replacement, issue 8 item 2):
+    a track seen in fewer than ``min_visible_frames`` frames (capped at the video length) is not
+    posed but covered by a neutral avatar fitted into their box (``kinds`` FALLBACK_BOX, counted in
+    ``diagnostics["unconfirmed_tracks"]``). With ``read_frames(a, b)``, tracks that start late are
+    followed backwards (``PersonDiscovery.backfill``) and each earlier detection is handed to
+    ``paint_frame(t, detection, raw id)``; and (``faces``) faces that no track explains, seen in a
+    few frames (a close-up, a body the pose models miss), become face people (models/pose/faces.py):
+    their selfie-segmentation region is painted as a new raw id and a neutral avatar anchored on
+    the face covers them (FALLBACK_FACE). ``result.instance_track`` maps raw ids to track indices.
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
-    disc = discovery or PersonDiscovery(keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap)
+    disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
+                                        detect_every=detect_every, scan=scan, scan_every=scan_every)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:
@@ -81,29 +95,102 @@ def estimate_people(
     raw = disc.tracks(t_len)
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)
-    lut = np.full(len(raw), -1, np.int32)
-    tracks, boxes, gaps, diag = [], [], [], {}
-    unconfirmed = 0
-    for rid, (frames_seen, kp2d, conf, world, bx) in enumerate(raw):
-        if len(frames_seen) < need:
-            unconfirmed += 1
-            continue
+    tracks, boxes, gaps, kinds, diag = [], [], [], [], {}
+    lut: list[int] = []
+    body = None
+    for frames_seen, kp2d, conf, world, bx in raw:
         filled, gap = fill_gaps(bx, max_gap)
-        tr, terms = fit_track(rest_joints, kp2d, conf, camera, mapping, kp3d=world, track_id=len(tracks), cfg=fit)
-        # the avatar stays on screen through the frames the person was detected or bridged
-        tr.valid = np.isfinite(filled[:, 0])
-        lut[rid] = len(tracks)
-        diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
+        if len(frames_seen) < need:
+            # seen too briefly to pose: still replaced (a neutral avatar in their box), not erased
+            body = body or _body()
+            tr = box_track(filled, camera, body, len(tracks), anchor="body")
+            kinds.append(FALLBACK_BOX)
+        else:
+            tr, terms = fit_track(rest_joints, kp2d, conf, camera, mapping, kp3d=world, track_id=len(tracks), cfg=fit)
+            # the avatar stays on screen through the frames the person was detected or bridged
+            tr.valid = np.isfinite(filled[:, 0])
+            diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
+            kinds.append(POSED)
+        hold_end(tr, filled, gap, (h, w), max_gap)
+        lut.append(len(tracks))
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
         tracks.append(tr)
         boxes.append(filled)
         gaps.append(gap)
-    diag["unconfirmed_tracks"] = float(unconfirmed)
+    if read_frames is not None and faces:
+        from anonymask.models.pose.faces import FaceBodyMask, interpolate_boxes, unexplained_faces
+        from anonymask.models.pose.people import Detection
+
+        every = 2
+        person_boxes = np.stack(boxes) if boxes else np.full((0, t_len, 4), np.nan, np.float32)
+        face_tracks = unexplained_faces(read_frames, t_len, person_boxes, every=every)
+        masker = FaceBodyMask() if face_tracks else None
+        for ft in face_tracks:
+            if not masker.confirms(read_frames, ft):
+                diag["faces_rejected"] = diag.get("faces_rejected", 0.0) + 1.0
+                continue
+            fb = interpolate_boxes(ft.box_array(t_len), max_gap=2 * every)
+            rid = len(lut)  # raw ids after discovery's
+            present = np.nonzero(np.isfinite(fb[:, 0]))[0]
+            body_boxes = np.full((t_len, 4), np.nan, np.float32)
+            for a in range(0, len(present), 64):
+                ts = present[a : a + 64]
+                frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
+                for t in ts:
+                    m = masker(frames[t - ts[0]], fb[t])
+                    ys, xs = np.nonzero(m >= 0.5)
+                    x0, y0, x1, y1 = xs.min(), ys.min(), xs.max() + 1, ys.max() + 1
+                    body_boxes[t] = (x0, y0, x1, y1)
+                    if paint_frame is not None:
+                        d = Detection(np.array([x0, y0, x1, y1], np.float32), np.zeros((33, 2), np.float32),
+                                      np.zeros(33, np.float32), np.zeros((33, 3), np.float32),
+                                      m[y0:y1, x0:x1].copy(), (int(x0), int(y0), int(x1), int(y1)), 1.0, "face")
+                        paint_frame(int(t), d, rid)
+            body = body or _body()
+            tr = box_track(fb, camera, body, len(tracks), anchor="face")
+            lut.append(len(tracks))
+            diag[f"track{len(tracks)}_frames"] = float(len(ft.boxes))
+            tracks.append(tr)
+            boxes.append(body_boxes)
+            gaps.append(np.zeros(t_len, bool))
+            kinds.append(FALLBACK_FACE)
+    kinds_arr = np.asarray(kinds, np.int8)
+    diag["unconfirmed_tracks"] = float((kinds_arr == FALLBACK_BOX).sum())
+    diag["fallback_tracks"] = float((kinds_arr != POSED).sum())
+    diag["face_tracks"] = float((kinds_arr == FALLBACK_FACE).sum())
     diag.update({f"detections_{k}": float(v) for k, v in disc.sources.items()})
     if not tracks:
-        why = "detections in too few frames to form a track" if raw else "no person detected in any frame"
-        raise NoPersonError(f"{source}: no person found ({why})")
+        raise NoPersonError(f"{source}: no person found (no body detected in any frame, no face seen)")
     res = PoseResult(tracks, camera, np.stack(boxes).astype(np.float32), diag)
-    res.instance_track = lut
+    res.instance_track = np.asarray(lut, np.int32)
     res.gap = np.stack(gaps)
+    res.kinds = kinds_arr
     return res
+
+
+def _body():
+    from anonymask.models.body.model import get_body_model
+
+    return get_body_model()
+
+
+def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int, edge: float = 0.03) -> None:
+    """A person does not vanish in the middle of the frame: a track whose last box lies inside the
+    frame (farther than ``edge`` of its size from every border) but ends before the video does is
+    held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
+    segment removes the box and the avatar stays). In place, on the track, its boxes and gaps."""
+    h, w = hw
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    if seen.size == 0 or seen[-1] >= len(boxes) - 1:
+        return
+    last = int(seen[-1])
+    x0, y0, x1, y1 = boxes[last]
+    if x0 < edge * w or y0 < edge * h or x1 > (1 - edge) * w or y1 > (1 - edge) * h:
+        return  # at the border: they may have left
+    end = min(len(boxes), last + 1 + int(frames))
+    boxes[last + 1 : end] = boxes[last]
+    gap[last + 1 : end] = True
+    for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
+        arr = getattr(track, key)
+        arr[last + 1 : end] = arr[last]
+    track.valid[last + 1 : end] = True

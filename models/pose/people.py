@@ -113,6 +113,44 @@ def same_person(a: Detection, b: Detection, tol: float = 0.12, min_conf: float =
     return float(np.median(d)) < tol * size
 
 
+def covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
+    """Most of d's box lies inside a detection already found (a part of a person found again)."""
+    a = max(1.0, float((d.box[2] - d.box[0]) * (d.box[3] - d.box[1])))
+    for o in others:
+        x0, y0 = max(d.box[0], o.box[0]), max(d.box[1], o.box[1])
+        x1, y1 = min(d.box[2], o.box[2]), min(d.box[3], o.box[3])
+        if max(0.0, x1 - x0) * max(0.0, y1 - y0) / a > frac:
+            return True
+    return False
+
+
+def mask_overlap(d: Detection, others: list[Detection]) -> float:
+    """Share of d's mask pixels that the masks of ``others`` also cover."""
+    m = d.mask >= 0.5
+    total = int(m.sum())
+    if total == 0 or not others:
+        return 0.0
+    x0, y0, x1, y1 = d.region
+    cov = np.zeros(m.shape, bool)
+    for o in others:
+        if o.mask.size == 0:
+            continue
+        a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
+        if a1 <= a0 or b1 <= b0:
+            continue
+        cov[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] |= o.mask[b0 - o.region[1] : b1 - o.region[1],
+                                                             a0 - o.region[0] : a1 - o.region[0]] >= 0.5
+    return float((m & cov).sum()) / total
+
+
+def known_person(d: Detection, others: list[Detection]) -> bool:
+    """d is a person already found (same landmarks) or a part of one / the same pixels found again
+    with wrong landmarks (mostly on their mask; mostly inside their box where a mask is not kept).
+    Boxes alone would merge two overlapping people (one's box often holds the other's)."""
+    no_mask = [o for o in others if o.mask.size == 0]
+    return (any(same_person(o, d) for o in others) or covered(d, no_mask) or mask_overlap(d, others) > 0.5)
+
+
 def merge_detections(dets: list[Detection]) -> list[Detection]:
     """Drop duplicates (same person found by the full frame, a tile and a crop): keep the larger
     (a tile cuts people at its border), masks united."""
@@ -272,3 +310,20 @@ class PeopleDetector:
         for x0, y0, side in square_tiles(h, w, frac):
             dets += self.detect_region(frame, x0, y0, side, source="tile")
         return merge_detections(dets)
+
+
+def _rcnn(**cfg):
+    from anonymask.models.pose.rcnn import RCNNPeopleDetector
+
+    return RCNNPeopleDetector(**cfg)
+
+
+#: person detectors for discovery (``pose4d.detector``): the offline default and the weight-backed one
+DETECTORS = {"mediapipe": PeopleDetector, "rcnn": _rcnn}
+
+
+def get_detector(name: str = "mediapipe", **cfg):
+    try:
+        return DETECTORS[name](**cfg)
+    except KeyError:
+        raise ValueError(f"unknown person detector {name!r}; available: {sorted(DETECTORS)}") from None

@@ -128,8 +128,8 @@ class RoiLandmarker:
             return None, None, flag
         box = np.array([x0 + on[1].min(), y0 + on[0].min(), x0 + on[1].max() + 1, y0 + on[0].max() + 1], np.float32)
         # tighten the mask region to its support (+2 px)
-        rx0, ry0 = max(0, int(box[0]) - 2), max(0, int(box[1]) - 2)
-        rx1, ry1 = min(w, int(box[2]) + 2), min(h, int(box[3]) + 2)
+        rx0, ry0 = max(x0, int(box[0]) - 2), max(y0, int(box[1]) - 2)
+        rx1, ry1 = min(x1, int(box[2]) + 2), min(y1, int(box[3]) + 2)
         mask = mask[ry0 - y0 : ry1 - y0, rx0 - x0 : rx1 - x0].copy()
         det = Detection(box, pts[:33].astype(np.float32), vis, world[:33], mask, (rx0, ry0, rx1, ry1), score, "track")
         return det, nxt, flag

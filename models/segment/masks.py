@@ -230,13 +230,17 @@ def build_person_masks(
     grow_pixels: int = 5,
     sigma: float = 2.0,
     max_distance: float | None = None,
+    silhouettes_in_hole: bool = True,
 ) -> PersonMasks:
     """segmentation (+ per-track silhouettes) -> person_mask -> unflicker -> grow -> feather, split per track.
 
     The split assigns every hole pixel to the nearest track's (grown) silhouette, so the union of
-    the track masks is the hole wherever some track is near (see ``assign_to_tracks``).
+    the track masks is the hole wherever some track is near (see ``assign_to_tracks``); each track
+    mask also holds its own silhouette. With ``silhouettes_in_hole=False`` the hole is the
+    segmentation alone: pixels under an avatar but outside the person are not inpainted (the
+    avatar covers them in the output anyway), so less background is destroyed.
     """
-    m = person_mask(prob, silhouettes, threshold)
+    m = person_mask(prob, silhouettes if silhouettes_in_hole else None, threshold)
     hole = grow(unflicker(m, window), grow_pixels)
     alpha = feather(hole, sigma)
     tracks: list[np.ndarray] = []

@@ -57,17 +57,36 @@ def test_roi_landmarker_follows_a_person_without_the_detector(pose2sim_frames):
     assert blank is None and flag < 0.5
 
 
-def test_discovery_tracks_both_people_in_every_frame(pose2sim_frames):
+def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames):
+    """The woman (from behind), the man, and the masked bystander who stands still at the back
+    (the face-keyed detector never finds her; the landmark-model scan does)."""
     fr = pose2sim_frames()
     disc = PersonDiscovery(keyframe_every=100)
     outs = [disc.push(f) for f in fr]
     raw = disc.tracks(len(fr))
     long = [r for r in raw if len(r[0]) == len(fr)]
-    assert len(long) == 2, [len(r[0]) for r in raw]
+    assert len(long) == 3 == len(raw), [len(r[0]) for r in raw]
     for o in outs:
         ids = set(np.unique(o.labels).tolist()) - {0}
-        assert len(ids) == 2
+        assert len(ids) == 3
         assert o.prob.max() > 0.9
+    # the bystander: small, right of the man, upper half of the frame
+    boxes = [r[4][0] for r in raw]
+    by = min(boxes, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))
+    assert by[0] > 0.6 * fr.shape[2] and by[3] < 0.55 * fr.shape[1] and by[3] - by[1] > 60
+
+
+def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
+    """The scan on a frame with the people greyed out finds no one; on the real frame it finds
+    the bystander, and the landmark model's own verdict on clutter is checked by a second model."""
+    from anonymask.models.pose.scan import PoseScanner
+
+    f = pose2sim_frames()[0]
+    sc = PoseScanner(rotate=1)
+    found = sc.scan(f)
+    assert any(d.box[0] > 0.6 * f.shape[1] and d.box[3] < 0.55 * f.shape[0] for d in found)
+    grey = np.full_like(f, 127)
+    assert sc.scan(grey) == []
 
 
 def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():

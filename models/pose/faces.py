@@ -1,0 +1,167 @@
+"""People seen only by their face: close-ups (head and shoulders filling the frame) and faces whose
+body the pose models did not find.
+
+The pose landmark model needs a body; in a close-up there is none to speak of. MediaPipe's face
+detectors (BlazeFace short and full range, shipped in the wheel) find the face; MediaPipe's selfie
+segmentation (also shipped; made for exactly this framing) gives the person's pixels. A face
+that no discovered body explains (its centre is not inside any track's box in that frame) and
+that is seen in ``min_frames`` frames, and where the segmentation agrees there is a person
+(:meth:`FaceBodyMask.confirms`), becomes a *face person*: pose4d covers them with a neutral
+avatar anchored on the face (models/pose/fallback.py) and removes the connected selfie-mask
+region around the face.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+
+class FaceFinder:
+    """BlazeFace short-range + full-range on the frame (and a 2x upscale of small frames),
+    duplicates merged. ``detect(frame) -> [(box x0,y0,x1,y1, score)]`` in frame pixels."""
+
+    def __init__(self, min_score: float = 0.6, upscale_below: int = 240):
+        import mediapipe as mp
+
+        self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
+                       for s in (0, 1)]
+        self.min_score = float(min_score)
+        self.upscale_below = int(upscale_below)
+
+    def detect(self, frame: np.ndarray) -> list[tuple[np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        img = frame
+        if max(h, w) < self.upscale_below:
+            img = cv2.resize(frame, (2 * w, 2 * h), interpolation=cv2.INTER_LINEAR)
+        out: list[tuple[np.ndarray, float]] = []
+        for m in self.models:
+            for d in m.process(np.ascontiguousarray(img)).detections or []:
+                sc = float(d.score[0])
+                if sc < self.min_score:
+                    continue
+                b = d.location_data.relative_bounding_box
+                box = np.array([b.xmin * w, b.ymin * h, (b.xmin + b.width) * w, (b.ymin + b.height) * h], np.float32)
+                if not any(_iou(box, o) > 0.4 for o, _ in out):
+                    out.append((box, sc))
+        return out
+
+
+def _iou(a, b) -> float:
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / ua) if ua > 0 else 0.0
+
+
+@dataclass
+class FaceTrack:
+    boxes: dict[int, np.ndarray] = field(default_factory=dict)
+    last_t: int = -1
+
+    def box_array(self, t_len: int) -> np.ndarray:
+        out = np.full((t_len, 4), np.nan, np.float32)
+        for t, b in self.boxes.items():
+            out[t] = b
+        return out
+
+
+def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> bool:
+    """The face's centre lies inside some person's box (grown by ``grow`` of its size)."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    for b in person_boxes:
+        if not np.all(np.isfinite(b)):
+            continue
+        gx, gy = grow * (b[2] - b[0]), grow * (b[3] - b[1])
+        if b[0] - gx <= cx <= b[2] + gx and b[1] - gy <= cy <= b[3] + gy:
+            return True
+    return False
+
+
+def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder | None = None,
+                      every: int = 2, window: int = 64, max_gap: int = 8, min_frames: int = 3) -> list[FaceTrack]:
+    """Face tracks (boxes on every ``every``-th frame, gaps bridged by the caller) of faces that no
+    person box explains. ``person_boxes`` (N,T,4) NaN where absent; ``read(a, b)`` gives frames."""
+    finder = finder or FaceFinder()
+    tracks: list[FaceTrack] = []
+    for a in range(0, t_len, window):
+        frames = read(a, min(t_len, a + window))
+        for k in range(len(frames)):
+            t = a + k
+            if t % every and t != t_len - 1:
+                continue
+            pb = [person_boxes[j, t] for j in range(person_boxes.shape[0])]
+            for box, _ in finder.detect(frames[k]):
+                if explained(box, pb):
+                    continue
+                live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
+                best = max(live, key=lambda tr: _iou(tr.boxes[tr.last_t], box), default=None)
+                if best is None or _iou(best.boxes[best.last_t], box) < 0.1:
+                    best = FaceTrack()
+                    tracks.append(best)
+                best.boxes[t] = box
+                best.last_t = t
+    return [tr for tr in tracks if len(tr.boxes) >= min_frames]
+
+
+def interpolate_boxes(boxes: np.ndarray, max_gap: int) -> np.ndarray:
+    """Linear interpolation over gaps of at most ``max_gap`` frames between present rows."""
+    out = boxes.copy()
+    idx = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= max_gap + 1:
+            for t in range(a + 1, b):
+                s = (t - a) / (b - a)
+                out[t] = (1 - s) * boxes[a] + s * boxes[b]
+    return out
+
+
+class FaceBodyMask:
+    """The person around a face: selfie segmentation (general model) on the frame, the connected
+    regions that touch the face box (grown by half its size); the face box itself is always in."""
+
+    def __init__(self, threshold: float = 0.5):
+        import mediapipe as mp
+
+        self.seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
+        self.threshold = float(threshold)
+
+    def _prob(self, frame: np.ndarray) -> np.ndarray:
+        h, w = frame.shape[:2]
+        return np.asarray(self.seg.process(np.ascontiguousarray(frame)).segmentation_mask, np.float32).reshape(h, w)
+
+    def confirms(self, read, track: FaceTrack, samples: int = 5, min_prob: float = 0.5) -> bool:
+        """A second model agrees that the face is a person's: the segmentation's probability inside
+        the face box (median over up to ``samples`` of the track's frames) is >= ``min_prob``
+        (BlazeFace alone fires now and then on a headlight or a pattern)."""
+        ts = sorted(track.boxes)
+        ts = [ts[int(i)] for i in np.unique(np.linspace(0, len(ts) - 1, min(samples, len(ts))).round())]
+        vals = []
+        for t in ts:
+            box = track.boxes[t]
+            prob = self._prob(read(t, t + 1)[0])
+            x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+            x1, y1 = int(min(prob.shape[1], np.ceil(box[2]))), int(min(prob.shape[0], np.ceil(box[3])))
+            vals.append(float(prob[y0:y1, x0:x1].mean()) if x1 > x0 and y1 > y0 else 0.0)
+        return bool(vals) and float(np.median(vals)) >= min_prob
+
+    def __call__(self, frame: np.ndarray, face: np.ndarray) -> np.ndarray:
+        h, w = frame.shape[:2]
+        prob = self._prob(frame)
+        on = (prob >= self.threshold).astype(np.uint8)
+        fw, fh = face[2] - face[0], face[3] - face[1]
+        x0, y0 = int(max(0, np.floor(face[0] - fw / 2))), int(max(0, np.floor(face[1] - fh / 2)))
+        x1, y1 = int(min(w, np.ceil(face[2] + fw / 2))), int(min(h, np.ceil(face[3] + fh / 2)))
+        n, lab = cv2.connectedComponents(on, connectivity=8)
+        keep = np.zeros(n, bool)
+        if n > 1:
+            keep[np.unique(lab[y0:y1, x0:x1])] = True
+            keep[0] = False
+        out = np.where(keep[lab], prob, 0.0).astype(np.float32)
+        fx0, fy0 = int(max(0, np.floor(face[0]))), int(max(0, np.floor(face[1])))
+        fx1, fy1 = int(min(w, np.ceil(face[2]))), int(min(h, np.ceil(face[3])))
+        out[fy0:fy1, fx0:fx1] = np.maximum(out[fy0:fy1, fx0:fx1], 1.0)
+        return out

@@ -1,0 +1,64 @@
+"""Fallback avatars: a person who cannot be posed is covered by a neutral avatar in their box."""
+
+import numpy as np
+
+from anonymask.models.body.model import get_body_model
+from anonymask.models.body.tracks import Camera
+from anonymask.models.pose.fallback import box_track, smooth_boxes
+
+
+def _projected_box(track, camera, t):
+    body = get_body_model()
+    v = body.pose_track(track.slice([t])).vertices[0]
+    uv = camera.project(v)
+    return uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max(), uv[:, 1].max(), uv
+
+
+def test_body_anchor_fills_the_box_head_on_its_top():
+    cam = Camera.from_fov(320, 240, 60.0)
+    boxes = np.full((5, 4), np.nan, np.float32)
+    boxes[1:4] = [100, 40, 140, 200]
+    tr = box_track(boxes, cam, get_body_model(), 0, anchor="body", smooth=0)
+    assert tr.valid.tolist() == [False, True, True, True, False]
+    x0, y0, x1, y1, _ = _projected_box(tr, cam, 2)
+    assert abs(y0 - 40) < 3  # head on the top of the box
+    assert y1 >= 200 - 3 and x0 <= 100 + 3 and x1 >= 140 - 3  # the avatar covers the box
+    assert abs((x0 + x1) / 2 - 120) < 3
+
+
+def test_face_anchor_puts_the_avatars_face_on_the_face_box():
+    cam = Camera.from_fov(176, 144, 55.0)
+    face = np.array([[60, 40, 110, 95]] * 3, np.float32)
+    tr = box_track(face, cam, get_body_model(), 0, anchor="face", smooth=0)
+    x0, y0, x1, y1, uv = _projected_box(tr, cam, 1)
+    assert y0 < 40 and y1 > 144  # head above the face box, body continues out of the frame
+    head = get_body_model().pose_track(tr.slice([1])).joints[0, 15]
+    hu, hv = cam.project(head[None])[0]
+    assert 60 < hu < 110 and 40 < hv < 110  # the head joint lies on the face
+
+
+def test_smooth_boxes_keeps_absent_frames_absent():
+    b = np.array([[0, 0, 10, 10], [np.nan] * 4, [2, 0, 12, 10], [4, 0, 14, 10]], np.float32)
+    s = smooth_boxes(b, 1)
+    assert np.isnan(s[1]).all() and np.allclose(s[2], [3, 0, 13, 10])
+
+
+def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import hold_end
+
+    boxes = np.full((10, 4), np.nan, np.float32)
+    boxes[:6] = [100, 50, 140, 150]
+    gap = np.zeros(10, bool)
+    tr = SMPLHTrack.rest(0, 10)
+    tr.valid[6:] = False
+    tr.transl[:6] = [0.1, 0.2, 3.0]
+    hold_end(tr, boxes, gap, (240, 320), frames=3)
+    assert gap.tolist() == [False] * 6 + [True] * 3 + [False] and tr.valid.tolist() == [True] * 9 + [False]
+    assert np.allclose(boxes[8], [100, 50, 140, 150]) and np.isnan(boxes[9]).all()
+    assert np.allclose(tr.transl[8], [0.1, 0.2, 3.0])
+    edge = np.full((10, 4), np.nan, np.float32)
+    edge[:6] = [0, 50, 40, 150]  # leaving through the left border
+    g2 = np.zeros(10, bool)
+    hold_end(SMPLHTrack.rest(0, 10), edge, g2, (240, 320), frames=3)
+    assert not g2.any() and np.isnan(edge[6:]).all()
