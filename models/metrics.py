@@ -126,7 +126,7 @@ def person_leak_counts(
     d_bg = np.abs(xs - bg[m].astype(np.int16)).max(axis=-1)
     d_out = np.abs(y[m].astype(np.int16) - xs).max(axis=-1)
     distinguishable = d_bg > tol
-leaked = distinguishable & (d_out <= tol)
+    leaked = distinguishable & (d_out <= tol)
     if synthetic is not None:
         # real leak: outside avatars, and closer to the person than to the background (an
         # inpainted pixel where the person's colour is within ``tol`` of the background shows
