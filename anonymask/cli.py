@@ -92,7 +92,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
 def cmd_anonymize(args: argparse.Namespace) -> int:
     """Exit 0: every video done or already complete; 1: some videos failed (each printed with its
     stage and reason); 2: the run could not start (bad arguments, unreadable dataset or store)."""
-    from anonymask.config import parse_overrides
+    from anonymask.config import parse_overrides, pipeline_config
+
+    overrides = parse_overrides(args.set)
+    pipeline_config(args.dataset, overrides)  # a bad setting is one line, before Prefect, a server or a store
     from anonymask.flows.anonymize import anonymize
 
     runner_overrides = {k: v for k, v in (("video_memory_gb", args.video_memory_gb),
@@ -101,7 +104,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         source=args.source,
         store=args.store,
-        overrides=parse_overrides(args.set),
+        overrides=overrides,
         limit=args.limit,
         video_ids=args.videos,
         runner=args.runner,
@@ -322,6 +325,20 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_backends(args: argparse.Namespace) -> int:
+    """Every registered stage backend: what it is, where its weights come from, its settings."""
+    from anonymask.models import registry
+
+    kinds = [args.kind] if args.kind else sorted(registry.DECLARED_IN)
+    for kind in kinds:
+        for name, be in sorted(registry.backends(kind).items()):
+            where = f"weights: $ANONYMASK_WEIGHTS/{be.weights}" if be.weights else "offline"
+            print(f"{kind}.{name}  ({where})  {be.summary}")
+            for key, field in be.settings.model_fields.items():
+                print(f"    {key} = {field.default!r}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -333,6 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--train", default=None, metavar="MODE", help="a training run's settings (nonprivate, dp, maskdp, fpdp)")
     c.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     c.set_defaults(func=cmd_config_show)
+    c = csub.add_parser("backends", prog="anonymask config backends")
+    c.add_argument("kind", nargs="?", default=None, help="pose4d, person_detector, segment, inpaint, refine, "
+                                                          "conditions or audit (default: all)")
+    c.set_defaults(func=cmd_config_backends)
 
     s = sub.add_parser("status", help="table of videos x stages (done / failed with reason / missing)")
     s.add_argument("store", help="store path or fsspec URL")

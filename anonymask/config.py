@@ -1,7 +1,10 @@
-"""Pipeline configuration: defaults per stage, per-dataset overrides, ``key.sub=value`` overrides.
+"""Pipeline configuration: per-dataset defaults and ``stage.key=value`` overrides on top of the
+stages' typed settings (models/stage_settings.py, the backends' in models/registry.py).
 
-A stage's record stores the hash of exactly its own section, so changing ``inpaint.backend``
-recomputes inpainting and everything downstream of it, and nothing else.
+:func:`pipeline_config` validates every stage's section before any work starts, so a typo or a
+bad value is one :class:`SettingsError` line naming it. A stage's record stores the hash of its
+own validated section, so changing ``inpaint.backend`` recomputes inpainting and everything
+downstream of it, and nothing else.
 """
 
 from __future__ import annotations
@@ -10,29 +13,9 @@ import copy
 import json
 from typing import Any
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    # max_frames: None keeps every frame (a cap, if set, is recorded per video and shown by status);
-    # max_bad_frames: decode errors + frames lost tolerated before the video fails
-    "ingest": {"max_side": 640, "max_frames": None, "max_bad_frames": 0},
-    "pose4d": {"backend": "mediapipe", "min_visible_frames": 2, "max_gap": 10, "keyframe_every": 10,
-               "tiles": False, "detect_every": 4, "scan": True, "scan_every": 16, "detector": "mediapipe",
-               "detector_options": None},
-    "motion": {"enabled": False, "checkpoint": None},
-    "render": {"bank_size": 32, "bank_seed": 0},
-    "segment": {"backend": "mediapipe", "threshold": 0.5, "unflicker": 1, "grow": "auto", "feather": 2.0,
-                "box_fill": False, "box_margin": 0.15, "avatar_in_hole": False,
-                "static_grow": 4, "static_frac": 0.8},
-    "inpaint": {"backend": "temporal_median"},
-    "merge": {},
-    "tubelets": {"size": 128, "margin": 0.15, "smooth": 3.0},
-    "conditions": {"backend": "render"},
-    "refine": {"backend": "none", "steps": 8, "strength": 0.6, "window": 16, "stride": 8, "seed": 0},
-    "reintegrate": {},
-    "audit": {"detectors": ["face", "hog"], "every": 4, "min_outside": 0.6, "min_face_frames": 2,
-              "min_body_frames": 3, "fail": True, "ground_truth": True, "max_gt_leak": 0.001},
-}
+from anonymask.errors import SettingsError
 
-#: per-dataset defaults on top of DEFAULTS (the deployments use these)
+#: per-dataset defaults on top of the stages' own (the deployments use these)
 DATASET_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "demo": {"ingest": {"max_side": 320}},
     "synthetic": {"ingest": {"max_side": 320}},
@@ -60,7 +43,7 @@ def runner_config(overrides: dict[str, Any] | None = None, **kw: Any) -> dict[st
     cfg.update({k: v for k, v in kw.items() if v is not None})
     unknown = set(cfg) - set(RUNNER_DEFAULTS)
     if unknown:
-        raise ValueError(f"unknown runner setting(s): {', '.join(sorted(unknown))}")
+        raise SettingsError(f"unknown runner setting(s): {', '.join(sorted(unknown))}; known: {', '.join(RUNNER_DEFAULTS)}")
     return cfg
 
 
@@ -91,10 +74,11 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     """``["refine.backend=animatediff", "segment.grow=6"]`` -> nested dict."""
     out: dict[str, Any] = {}
     for item in items or []:
-        if "=" not in item:
-            raise ValueError(f"override {item!r} is not of the form stage.key=value")
-        key, value = item.split("=", 1)
+        key, eq, value = item.partition("=")
         parts = key.strip().split(".")
+        if not eq or not all(parts):
+            raise SettingsError(f"--set {item!r}: expected key=value (stage.key=value for the pipeline, e.g. "
+                                f"segment.threshold=0.6)")
         d = out
         for p in parts[:-1]:
             d = d.setdefault(p, {})
@@ -102,11 +86,9 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def pipeline_config(dataset: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """DEFAULTS, then the dataset's defaults, then the user's overrides."""
-    cfg = deep_merge(DEFAULTS, DATASET_DEFAULTS.get(dataset, {}))
-    cfg = deep_merge(cfg, overrides or {})
-    unknown = set(cfg) - set(DEFAULTS)  # a dataset name without defaults (folder, bench) is fine
-    if unknown:
-        raise ValueError(f"unknown pipeline stage(s) in config: {', '.join(sorted(unknown))}")
-    return cfg
+def pipeline_config(dataset: str, overrides: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Every stage's settings: their defaults, then the dataset's defaults (a dataset without any,
+    such as ``folder``, is fine), then the user's overrides; validated and complete."""
+    from anonymask.models.stage_settings import validate_pipeline
+
+    return validate_pipeline(deep_merge(DATASET_DEFAULTS.get(dataset, {}), overrides or {}))

@@ -7,6 +7,10 @@ class AnonymaskError(Exception):
     """Base class for every error the project raises on purpose."""
 
 
+class SettingsError(AnonymaskError, ValueError):
+    """Settings that cannot describe a run: one line naming each bad setting."""
+
+
 class InvalidVideoError(AnonymaskError):
     """A video file cannot be used: missing, empty, truncated, not a video, no frames, ..."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from anonymask.errors import AnonymaskError
+from anonymask.errors import SettingsError  # noqa: F401 - raised here, imported from here by callers
 from anonymask.models.action.settings import TrainSettings, normalize_mode, settings_error
 
 _TINY: dict[str, Any] = {
@@ -47,10 +47,6 @@ DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
     "demo": dict(_TINY),
     "synthetic": dict(_TINY),
 }
-
-
-class SettingsError(AnonymaskError, ValueError):
-    """Settings that cannot describe a run: one line naming each bad setting."""
 
 
 def train_settings(

@@ -483,8 +483,12 @@ class VideoEntry:
         input_hash: str = "",
         deps: Iterable[str] = (),
         inputs_unchanged: Callable[[], str | None] | None = None,
+        settings_hash: str | None = None,
     ) -> Iterator[StageWriter]:
         """Run a stage's writes: arrays first, the record last.
+
+        ``settings_hash`` is recorded as the config hash when given (the part of ``config`` that
+        can change results), else the hash of the whole ``config``.
 
         On success writes a ``done`` record listing every array written through the writer; on an
         exception writes a ``failed`` record with the error and re-raises. ``deps`` (the stages
@@ -500,7 +504,7 @@ class VideoEntry:
             "stage": stage,
             "backend": backend,
             "config": cfg,
-            "config_hash": config_hash(cfg),
+            "config_hash": settings_hash or config_hash(cfg),
             "input_hash": input_hash,
             "deps": list(deps),
             "pipeline_version": PIPELINE_VERSION,

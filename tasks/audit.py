@@ -44,24 +44,24 @@ def _gt_chunks(entry: VideoEntry):
         yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl]))
 
 
-@stage("audit", deps=("reintegrate", "render", "inpaint"), backend=lambda c: "+".join(c.get("detectors", ["face", "hog"])))
+@stage("audit", deps=("reintegrate", "render", "inpaint"), backend=lambda c: "+".join(c["detectors"]))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.audit import audit_frames, get_auditor, gt_leak
+    from anonymask.models.audit import audit_frames, gt_leak
+    from anonymask.models.registry import get_backend
 
-    auditors = [get_auditor(name) for name in cfg.get("detectors", ["face", "hog"])]
-    rep = audit_frames(_sampled(entry, max(1, int(cfg.get("every", 4)))), auditors,
-                       min_outside=float(cfg.get("min_outside", 0.6)),
-                       min_frames={"face": int(cfg.get("min_face_frames", 2)), "body": int(cfg.get("min_body_frames", 3))})
+    auditors = [get_backend("audit", name).create(cfg["detector_options"].get(name)) for name in cfg["detectors"]]
+    rep = audit_frames(_sampled(entry, cfg["every"]), auditors, min_outside=cfg["min_outside"],
+                       min_frames={"face": cfg["min_face_frames"], "body": cfg["min_body_frames"]})
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
              audit_unconfirmed=rep.unconfirmed, audit_detector_findings=detector_findings)
-    if cfg.get("ground_truth", True) and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
-        share, finding = gt_leak(_gt_chunks(entry), max_leak=float(cfg.get("max_gt_leak", 0.001)))
+    if cfg["ground_truth"] and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
+        share, finding = gt_leak(_gt_chunks(entry), max_leak=cfg["max_gt_leak"])
         w.metric(audit_gt_leak=share, audit_gt_failed=float(finding is not None))
         if finding is not None:
             rep.findings.append(finding)
     w.metric(audit_findings=len(rep.findings), audit_passed=float(rep.passed))
     if rep.findings:
         w.metric(audit_report=[f.__dict__ for f in rep.findings])
-        if cfg.get("fail", True):
+        if cfg["fail"]:
             raise AuditError(f"{entry.video_id}: {rep.summary()}")

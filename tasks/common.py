@@ -128,15 +128,16 @@ def execute_stage(
     Returns {"stage", "status": "done"|"skipped", "seconds", "repaired"?}; raises on failure
     after the stage's failed record has been written.
     """
+    from anonymask.models.stage_settings import hashed_settings, validate_stage
     from anonymask.storage.claims import claim_video
 
     stages = load_stages()
     sd = stages[name]
-    cfg = dict(config.get(name, {}))
+    cfg = validate_stage(name, config.get(name))  # complete and canonical (a no-op on validated settings)
     with claim_video(store_url, video_id):
         entry = DatasetStore.open(store_url).video(video_id)
         ihash = input_hash(entry, sd)
-        chash = config_hash(cfg)
+        chash = config_hash(hashed_settings(name, cfg))
         repaired = None
         if entry.is_done(name, config_hash=chash, input_hash=ihash):
             if not verify_done:
@@ -151,7 +152,7 @@ def execute_stage(
             log.warning("%s/%s: damaged (%s); recomputing %s", video_id, name, repaired, ", ".join(marked))
             entry = DatasetStore.open(store_url).video(video_id)
         t0 = time.perf_counter()
-        with entry.stage(name, backend=sd.backend(cfg), config=cfg, input_hash=ihash, deps=sd.deps,
+        with entry.stage(name, backend=sd.backend(cfg), config=cfg, settings_hash=chash, input_hash=ihash, deps=sd.deps,
                          inputs_unchanged=_inputs_check(store_url, video_id, sd, ihash)) as writer:
             sd.run(entry, cfg, writer)
     out = {"stage": name, "status": "done", "seconds": round(time.perf_counter() - t0, 3)}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
 
@@ -28,12 +28,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         openpose_condition,
         smplh_to_openpose18,
     )
+    from anonymask.models.stage_settings import stage_backend
 
-    if cfg.get("backend", "render") != "render":
-        raise ValueError("conditions backend: only 'render' (exact, from the avatar render) is available offline")
+    stage_backend("conditions", cfg)  # the one backend, ``render``: what follows
     depth = entry.array("render/depth")
     joints2d, face5, face = (entry.array(f"render/{k}") for k in ("joints2d", "face5_2d", "face_2d"))
-    windows = frame_windows(int(depth.shape[0]), int(cfg.get("window", WINDOW_FRAMES)))
+    windows = frame_windows(int(depth.shape[0]), cfg["window"])
 
     def depth_crop(boxes, size, win):
         return crop_tubelet(np.asarray(depth[win.core]), boxes[win.core], size, border="constant", value=0.0,

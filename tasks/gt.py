@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from anonymask.models.body.tracks import Camera, SMPLHTrack
+from anonymask.models.body.tracks_io import write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.tracks_io import write_tracks
 
 
 def ingest_ground_truth(entry: VideoEntry, gt_path: str, w: StageWriter, frames: int,

@@ -58,16 +58,14 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
-    cap = cfg.get("max_frames")
-    cap = None if cap in (None, 0, "") else int(cap)
-    max_bad = int(cfg.get("max_bad_frames") or 0)
+    cap, max_bad = cfg["max_frames"], cfg["max_bad_frames"]
     fw = None
     hw = None
     with VideoStream(info.path, allow_odd=True) as vs:
         declared = vs.report.declared_frames
         for batch in vs.batches(BATCH, max_frames=cap):
             if fw is None:
-                hw = target_size(vs.height, vs.width, cfg.get("max_side"))
+                hw = target_size(vs.height, vs.width, cfg["max_side"])
                 hint = min(declared, cap) if declared and cap else declared
                 fw = entry.frame_writer("raw", (*hw, 3), np.uint8, hint=hint)
             fw.write(resize_video(batch, hw))

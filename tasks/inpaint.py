@@ -15,9 +15,9 @@ from anonymask.tasks.pose4d import WINDOW
 
 @stage("inpaint", deps=("ingest", "segment"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.inpaint.backends import get_inpainter, inpaint_stream
+    from anonymask.models.inpaint.backends import inpaint_stream
+    from anonymask.models.stage_settings import stage_backend
 
-    params = {k: v for k, v in cfg.items() if k != "backend"}
     raw, hole = entry.array("raw"), entry.array("person_hole")
     t_len = raw.shape[0]
     out = entry.create_array("inpainted", raw.shape, np.uint8)
@@ -36,7 +36,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             se[0] += float((d**2).sum())
             se[1] += d.size
 
-    inpaint_stream(get_inpainter(cfg.get("backend", "temporal_median"), **params), read, t_len, write, WINDOW)
+    inpaint_stream(stage_backend("inpaint", cfg), read, t_len, write, WINDOW)
     w.add_written("inpainted")
     if has_gt and se[1]:
         mse = se[0] / se[1]

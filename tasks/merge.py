@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
 
@@ -20,5 +20,5 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     x_dot, rgb, mask = entry.array("inpainted"), entry.array("render/rgb"), entry.array("render/mask")
     t_len = int(x_dot.shape[0])
     with w.frames("merged", x_dot.shape[1:], np.uint8, t_len) as out:
-        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+        for win in frame_windows(t_len, cfg["window"]):
             out.write(merge(np.asarray(x_dot[win.read]), np.asarray(rgb[win.read]), np.asarray(mask[win.read])))

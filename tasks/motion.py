@@ -12,7 +12,7 @@ from anonymask.tasks.common import stage
 
 def motion_prefix(entry: VideoEntry) -> str:
     """Where the render stage reads tracks: ``motion/`` when the stage changed them."""
-    from anonymask.storage.tracks_io import has_tracks
+    from anonymask.models.body.tracks_io import has_tracks
 
     rec = entry.record("motion") or {}
     return "motion" if rec.get("config", {}).get("enabled") and has_tracks(entry, "motion") else "pose"
@@ -20,11 +20,11 @@ def motion_prefix(entry: VideoEntry) -> str:
 
 @stage("motion", deps=("pose4d",), backend=lambda c: "skeleton-anonymizer" if c.get("enabled") else "disabled")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    if not cfg.get("enabled"):
+    if not cfg["enabled"]:
         w.metric(motion_anonymized=False)
         return
+    from anonymask.models.body.tracks_io import read_tracks, write_tracks
     from anonymask.models.skeleton.pipeline_stage import anonymize_tracks
-    from anonymask.storage.tracks_io import read_tracks, write_tracks
 
     tracks, camera = read_tracks(entry, "pose")
     new_tracks, metrics = anonymize_tracks(tracks, camera, cfg)

@@ -1,10 +1,10 @@
 """Stage ``pose4d``: SMPL-H tracks + camera per video, into ``pose/``.
 
-Backend ``mediapipe`` (default) finds every person on every frame (models/pose/discover.py; the
-person detector is ``detector: mediapipe`` offline, or ``rcnn``: torchvision Keypoint/Mask R-CNN
-from ``$ANONYMASK_WEIGHTS``, models/pose/rcnn.py),
-streaming ``raw`` in windows of frames, and also writes what later stages need to remove and
-replace exactly those people:
+Backends (models/pose/backends.py): ``mediapipe`` (default) finds every person on every frame
+(models/pose/discover.py; the person detector is ``detector: mediapipe`` offline, or ``rcnn``:
+torchvision Keypoint/Mask R-CNN from ``$ANONYMASK_WEIGHTS``, models/pose/rcnn.py), streaming
+``raw`` in windows of frames, and also writes what later stages need to remove and replace exactly
+those people:
 - ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
   ``pose/instance_track`` (R,) int32: raw track id -> posed track index (-1: not posed);
 - ``pose/person_prob`` (T,H,W) uint8: person probability (max over people), 0..255;
@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.errors import NoPersonError, UnposablePersonError
+from anonymask.models.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.models.pose.keypoints import BODY_JOINTS
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
-from anonymask.storage.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.tasks.common import stage
 
 #: frames per window of streamed stages (a multiple of the store's chunk length)
@@ -39,18 +38,17 @@ def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW):
 
 @stage("pose4d", deps=("ingest",))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.body.model import get_body_model
+    """The backend named by ``cfg["backend"]`` (models/pose/backends.py, through the registry)
+    estimates the tracks; this stage gives it the store to read and write through."""
+    from anonymask.models.pose.backends import PoseInputs
+    from anonymask.models.stage_settings import stage_backend
 
-    backend = cfg.get("backend", "mediapipe")
-    if backend == "gt":
-        if not has_tracks(entry, "gt/pose"):
-            raise ValueError(f"{entry.video_id}: pose4d backend 'gt' needs ground truth (synthetic data only)")
-        tracks, camera = read_tracks(entry, "gt/pose")
-    elif backend == "mediapipe":
-        from anonymask.models.pose.estimate import estimate_people
-        from anonymask.models.pose.fit import FitConfig
+    raw = entry.array("raw")
+    t_len, h, wd = (int(x) for x in raw.shape[:3])
 
-        t_len, h, wd = entry.array("raw").shape[:3]
+    def instance_outputs():
+        from anonymask.models.pose.discover import paint
+
         labels = entry.create_array("pose/instances", (t_len, h, wd), np.uint16)
         prob = entry.create_array("pose/person_prob", (t_len, h, wd), np.uint8)
 
@@ -58,63 +56,31 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             labels[t0 : t0 + len(lab)] = lab
             prob[t0 : t0 + len(p)] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
-        from anonymask.models.pose.discover import paint
-
-        raw = entry.array("raw")
-
         def paint_frame(t, d, tid):  # a person found later, followed back into frame t
             lab, p = np.asarray(labels[t]), np.asarray(prob[t]).astype(np.float32) / 255.0
             paint(lab, p, d, tid)
             labels[t] = lab
             prob[t] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
-        from anonymask.models.pose.people import get_detector
+        return write_window, paint_frame
 
-        det_name = str(cfg.get("detector", "mediapipe"))
-        detector = get_detector(det_name, **(cfg.get("detector_options") or {}))
-        try:
-            res = estimate_people(
-            frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
-            read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
-            backfill=bool(cfg.get("backfill", True)), faces=bool(cfg.get("faces", True)),
-            min_visible_frames=min(int(cfg.get("min_visible_frames", 2)), t_len),  # one frame is a video too
-            max_gap=int(cfg.get("max_gap", 10)),
-            keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", False)),
-            detect_every=int(cfg.get("detect_every", 4)), scan=bool(cfg.get("scan", True)),
-            scan_every=cfg.get("scan_every"), detector=detector,
-            fit=FitConfig(iterations=int(cfg.get("iterations", 150))), source=str(entry.info.path or entry.video_id),
-            )
-        except NoPersonError as err:
-            faces = visible_faces(entry)
-            if faces:
-                raise UnposablePersonError(
-                    f"{entry.video_id}: a person is visible (a face in frames {faces}) but the pose model found no "
-                    f"body to replace them with; the video is not published ({err})") from None
-            raise
-        w.add_written("pose/instances")
-        w.add_written("pose/person_prob")
-        w.write("pose/instance_track", res.instance_track, frame_chunked=False)
-        w.write("pose/boxes", res.boxes, frame_chunked=False)
-        w.write("pose/gap", res.gap, frame_chunked=False)
-        w.write("pose/kinds", res.kinds, frame_chunked=False)
-        tracks, camera = res.tracks, res.camera
-        w.metric(**res.diagnostics)
-    elif backend == "ntu-skeleton":
-        from anonymask.models.pose.fit import FitConfig
-        from anonymask.models.pose.ntu import estimate_from_ntu_skeleton
-
-        res = estimate_from_ntu_skeleton(entry.info.extra.get("skeleton"), entry.array("raw").shape,
-                                         get_body_model(),
-                                         fit=FitConfig(iterations=int(cfg.get("iterations", 100))),
-                                         video=entry.video_id)
-        tracks, camera = res.tracks, res.camera
-        w.metric(**res.diagnostics)
-    else:
-        raise ValueError(f"unknown pose4d backend {backend!r} (gt, mediapipe, ntu-skeleton)")
-    write_tracks(w, "pose", tracks, camera)
-    w.metric(tracks=len(tracks))
-    if has_tracks(entry, "gt/pose") and backend != "gt":
-        w.metric(mpjpe_mm=pose_mpjpe(entry, tracks))
+    io = PoseInputs(
+        video_id=entry.video_id, source=str(entry.info.path or entry.video_id), shape=(t_len, h, wd),
+        windows=lambda: frame_windows(entry), read_frames=lambda a, b: np.asarray(raw[a:b]),
+        instance_outputs=instance_outputs,
+        gt_tracks=(lambda: read_tracks(entry, "gt/pose")) if has_tracks(entry, "gt/pose") else None,
+        skeleton=entry.info.extra.get("skeleton"), visible_faces=lambda: visible_faces(entry))
+    out = stage_backend("pose4d", cfg).estimate(io)
+    for name in out.written:
+        w.add_written(name)
+    for name, arr in out.arrays.items():
+        w.write(name, arr, frame_chunked=False)
+    if out.metrics:
+        w.metric(**out.metrics)
+    write_tracks(w, "pose", out.tracks, out.camera)
+    w.metric(tracks=len(out.tracks))
+    if has_tracks(entry, "gt/pose") and cfg["backend"] != "gt":
+        w.metric(mpjpe_mm=pose_mpjpe(entry, out.tracks))
 
 
 def visible_faces(entry: VideoEntry, samples: int = 16) -> list[int]:

@@ -9,24 +9,23 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
 
-_REFINERS: dict[tuple, Any] = {}
+_REFINERS: dict[str, Any] = {}
 
 
 def get_refiner(cfg: dict[str, Any]):
-    """One refiner (pipeline on the device) per worker process and config."""
-    from anonymask.models.refine.animatediff import AnimateDiffRefiner
+    """The refine backend of these settings, one per worker process (a diffusion pipeline on the
+    device is built once and reused by every video)."""
+    from anonymask.models.stage_settings import STAGE_SETTINGS, stage_backend
+    from anonymask.storage.hashing import config_hash
 
-    key = tuple(sorted((k, str(v)) for k, v in cfg.items() if k != "seed"))
+    key = config_hash({k: v for k, v in cfg.items() if k not in STAGE_SETTINGS["refine"].model_fields
+                       or k == "backend"})
     if key not in _REFINERS:
-        _REFINERS[key] = AnimateDiffRefiner(
-            weights_root=cfg.get("weights"), num_inference_steps=int(cfg.get("steps", 8)),
-            strength=float(cfg.get("strength", 0.6)), window=int(cfg.get("window", 16)),
-            stride=int(cfg.get("stride", 8)),
-        )
+        _REFINERS[key] = stage_backend("refine", cfg)
     return _REFINERS[key]
 
 
@@ -69,17 +68,13 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     ``segment_frames`` (default 256) frames, overlapping by ``window`` frames and cross-faded, so a
     long tubelet never sits in memory whole; within a segment the refiner's own temporal
     windows (``window``/``stride``) apply."""
-    backend = cfg.get("backend", "none")
-    if backend not in ("none", "animatediff"):
-        raise ValueError(f"unknown refine backend {backend!r} (none, animatediff)")
-    refiner = get_refiner(cfg) if backend == "animatediff" else None
+    refiner = None if cfg["backend"] == "none" else get_refiner(cfg)
     for j in tubelet_ids(entry):
         rgb = entry.array(f"tubelets/{j}/rgb")
         with w.frames(f"tubelets/{j}/refined", rgb.shape[1:], np.uint8, int(rgb.shape[0])) as out:
             if refiner is None:
-                for win in frame_windows(int(rgb.shape[0]), int(cfg.get("copy_window", 4 * WINDOW_FRAMES))):
+                for win in frame_windows(int(rgb.shape[0]), cfg["copy_window"]):
                     out.write(np.asarray(rgb[win.core]))
                 continue
             conds = {k: entry.array(f"tubelets/{j}/cond_{k}") for k in ("depth", "pose", "face")}
-            refine_long(refiner, rgb, conds, int(cfg.get("seed", 0)), int(cfg.get("segment_frames", 256)),
-                        int(cfg.get("window", 16)), out)
+            refine_long(refiner, rgb, conds, cfg["seed"], cfg["segment_frames"], cfg["window"], out)

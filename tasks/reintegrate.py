@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import track_alphas, tubelet_ids
 
@@ -38,7 +38,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     leaked = real = distinguishable = 0
     with w.frames("anonymized", (h, wd, 3), np.uint8, t_len) as out_x, \
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
-        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+        for win in frame_windows(t_len, cfg["window"]):
             xd = np.asarray(x_dot[win.core])
             if ids:
                 alphas_all = track_alphas(entry, win.core)

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from anonymask.models.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.tracks_io import read_tracks
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.motion import motion_prefix
 
@@ -32,7 +32,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])
     if (camera.height, camera.width) != (h, wd):
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
-    bank = AppearanceBank(size=int(cfg.get("bank_size", 32)), seed=int(cfg.get("bank_seed", 0)))
+    bank = AppearanceBank(size=cfg["bank_size"], seed=cfg["bank_seed"])
     avatars = [bank.choose(f"{entry.video_id}/{t.track_id}") for t in tracks]
     body = get_body_model()
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
@@ -53,7 +53,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 # when absent); per frame too, so a long video never holds them whole either
                 ("render/joints2d", (n, 52, 2), np.float32), ("render/face5_2d", (n, 5, 2), np.float32),
                 ("render/face_2d", (n, len(face_ids), 2), np.float32)))
-        for win in frame_windows(t_len, int(cfg.get("window", WINDOW_FRAMES))):
+        for win in frame_windows(t_len, cfg["window"]):
             part = [tr.slice(win.core) for tr in tracks]
             if part:
                 out = render_sequence(body, part, avatars, camera)

@@ -49,17 +49,17 @@ def _gap_boxes(shape, boxes: np.ndarray, fill: np.ndarray, t0: int, margin: floa
 
 @stage("segment", deps=("ingest", "pose4d", "render"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.segment.backends import get_segmenter
+    from anonymask.models.segment.backends import SegmentInputs
     from anonymask.models.segment.masks import build_person_masks, grow, person_mask
+    from anonymask.models.stage_settings import stage_backend
 
-    backend = cfg.get("backend", "mediapipe")
-    thr = float(cfg.get("threshold", 0.5))
-    b = int(cfg.get("unflicker", 2))
-    grow_px = cfg.get("grow", "auto")
-    sigma = float(cfg.get("feather", 2.0))
-    avatar_in_hole = bool(cfg.get("avatar_in_hole", False))
-    static_px, static_frac = int(cfg.get("static_grow", 4)), float(cfg.get("static_frac", 0.8))
+    thr, b, sigma = cfg["threshold"], cfg["unflicker"], cfg["feather"]
+    avatar_in_hole = cfg["avatar_in_hole"]
+    static_px, static_frac = cfg["static_grow"], cfg["static_frac"]
     raw = entry.array("raw")
+    segmenter = stage_backend("segment", cfg)
+    inputs = SegmentInputs(frames=lambda a, z: np.asarray(raw[a:z]),
+                           stored=lambda name, a, z: entry.read(name, slice(a, z)) if entry.has_array(name) else None)
     t_len, h, wd = raw.shape[:3]
     sil_all = entry.array("render/track_masks")
     n = int(sil_all.shape[1])
@@ -68,28 +68,20 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
     fill = None
     if boxes is not None:
-        fill = np.ones(boxes.shape[:2], bool) if cfg.get("box_fill", False) else (
+        fill = np.ones(boxes.shape[:2], bool) if cfg["box_fill"] else (
             entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
-    grow_px = margin_pixels(grow_px, boxes, float(cfg.get("grow_frac", 0.02)), int(cfg.get("grow_min", 2)),
-                            int(cfg.get("grow_max", 8)))
+    grow_px = margin_pixels(cfg["grow"], boxes, cfg["grow_frac"], cfg["grow_min"], cfg["grow_max"])
     has_gt = entry.has_array("gt/person_mask")
     hole_arr = entry.create_array("person_hole", (t_len, h, wd), bool)
     mask_arr = entry.create_array("person_mask", (t_len, h, wd), np.uint8)
     track_arr = entry.create_array("person_track_alphas", (t_len, n, h, wd), np.uint8) if n else None
-    segmenter = None
     inter = union = hole_px = gt_px = 0
     inst_px = np.zeros(n, np.int64)
     inst_cov = np.zeros(n, np.int64)
     for t0 in range(0, t_len, WINDOW):
         t1 = min(t_len, t0 + WINDOW)
         a0, a1 = max(0, t0 - b), min(t_len, t1 + b)  # context for unflicker
-        if backend == "gt":
-            prob = entry.read("gt/person_mask", slice(a0, a1)).astype(np.float32)
-        elif backend == "mediapipe" and entry.has_array("pose/person_prob"):
-            prob = entry.read("pose/person_prob", slice(a0, a1)).astype(np.float32) / 255.0  # from pose4d
-        else:
-            segmenter = segmenter or get_segmenter(backend)
-            prob = np.asarray(segmenter.segment(np.asarray(raw[a0:a1])), np.float32)
+        prob = np.asarray(segmenter.window_probability(inputs, a0, a1), np.float32)
         sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
         owners = [sil[:, j] for j in range(n)]
         if has_inst and n:
@@ -99,10 +91,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             for j in range(n):
                 mine = inst[core] == j
                 inst_px[j] += int(mine.sum())
-                inst_cov[j] += int((mine & grow(sil[core, j], int(cfg.get("replace_margin", 3)))).sum())
+                inst_cov[j] += int((mine & grow(sil[core, j], cfg["replace_margin"])).sum())
         seg_prob = prob
         if fill is not None:
-            gb = _gap_boxes(prob.shape, boxes, fill, a0, float(cfg.get("box_margin", 0.15)))
+            gb = _gap_boxes(prob.shape, boxes, fill, a0, cfg["box_margin"])
             prob = np.maximum(prob, gb.astype(np.float32))
         if static_px > 0 and len(prob) > 2:
             # where someone stands still the background model never sees past their outline: the

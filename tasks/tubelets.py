@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, frame_windows
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
 
@@ -39,8 +39,8 @@ def track_count(entry: VideoEntry) -> int:
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.compose.tubelets import boxes_from_extents, crop_tubelet, mask_extents
 
-    size = int(cfg.get("size", 128))
-    win_frames = int(cfg.get("window", WINDOW_FRAMES))
+    size = cfg["size"]
+    win_frames = cfg["window"]
     merged = entry.array("merged")
     t_len, h, wd = (int(x) for x in merged.shape[:3])
     n = track_count(entry)
@@ -53,8 +53,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         for j, a in enumerate(track_alphas(entry, win.core)):
             ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
     people = [j for j in range(n) if present[j].any()]
-    boxes = {j: boxes_from_extents(ext[j], present[j], (h, wd), margin=float(cfg.get("margin", 0.15)),
-                                   sigma=float(cfg.get("smooth", 3.0))) for j in people}
+    boxes = {j: boxes_from_extents(ext[j], present[j], (h, wd), margin=cfg["margin"],
+                                   sigma=cfg["smooth"]) for j in people}
     for j in people:
         w.write(f"tubelets/{j}/box", boxes[j].astype(np.float32), frame_chunked=False)
     with contextlib.ExitStack() as stack:

@@ -6,8 +6,7 @@ from anonymask.models.audit.detectors import (
     audit_frames,
     available_auditors,
     get_auditor,
-    register_auditor,
 )
 from anonymask.models.audit.ground_truth import gt_leak
 
-__all__ = ["AuditFinding", "AuditReport", "audit_frames", "available_auditors", "get_auditor", "register_auditor", "gt_leak"]
+__all__ = ["AuditFinding", "AuditReport", "audit_frames", "available_auditors", "get_auditor", "gt_leak"]

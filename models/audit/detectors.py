@@ -19,33 +19,22 @@ Registry: ``get_auditor(name, **cfg).detect(frame) -> list[(kind, box x0,y0,x1,y
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 
-_REGISTRY: dict[str, Callable[..., object]] = {}
-
-
-def register_auditor(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+from anonymask.models.registry import build, names, register
 
 
 def available_auditors() -> list[str]:
-    return sorted(_REGISTRY)
+    return names("audit")
 
 
 def get_auditor(name: str, **cfg):
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown auditor {name!r}; available: {available_auditors()}") from None
-    return factory(**cfg)
+    """The audit detector registered as ``name`` (models/registry.py), settings validated."""
+    return build("audit", name, **cfg)
 
 
 def _tiles(h: int, w: int, frac: float = 0.6) -> list[tuple[int, int, int, int]]:
@@ -57,7 +46,7 @@ def _tiles(h: int, w: int, frac: float = 0.6) -> list[tuple[int, int, int, int]]
     return [(x0, y0, x1, y1) for (y0, y1) in out[0] for (x0, x1) in out[1]]
 
 
-@register_auditor("face")
+@register("audit", "face")
 class FaceAuditor:
     """BlazeFace short-range and full-range (MediaPipe wheel models) on the frame and, for frames
     larger than ``tile_above`` pixels, on overlapping tiles: the models see a 128 / 192 px version
@@ -127,7 +116,7 @@ def _nms(dets: list[tuple[str, np.ndarray, float]], iou: float = 0.4) -> list[tu
     return kept
 
 
-@register_auditor("hog")
+@register("audit", "hog")
 class HogAuditor:
     """OpenCV's default HOG people detector (64x128 window) on the frame padded by a replicated
     border (people cut by the frame edge), upscaled by ``upscale`` when the frame's long side is

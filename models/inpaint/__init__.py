@@ -7,10 +7,9 @@ from anonymask.models.inpaint.backends import (
     available_inpainters,
     get_inpainter,
     masked_temporal_median,
-    register_inpainter,
 )
 
 __all__ = [
     "Inpainter", "OpenCVInpainter", "TemporalMedianInpainter", "available_inpainters", "get_inpainter",
-    "masked_temporal_median", "register_inpainter",
+    "masked_temporal_median",
 ]

@@ -17,12 +17,12 @@ input frame, bit for bit, so lighting changes and everything that is not a perso
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 import cv2
 import numpy as np
 
+from anonymask.models.registry import build, names, register
 from anonymask.models.segment.masks import as_bool
 
 
@@ -30,30 +30,18 @@ class Inpainter(Protocol):
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
 
-_REGISTRY: dict[str, Callable[..., Inpainter]] = {}
-
 _METHODS = {"telea": cv2.INPAINT_TELEA, "ns": cv2.INPAINT_NS}
 
 
-def register_inpainter(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
 
 
 def available_inpainters() -> list[str]:
-    return sorted(_REGISTRY)
+    return names("inpaint")
 
 
 def get_inpainter(name: str, **cfg) -> Inpainter:
-    """Build the inpainter registered as ``name`` with its config keywords."""
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown inpainter {name!r}; available: {available_inpainters()}") from None
-    return factory(**cfg)
+    """The inpainter registered as ``name`` (models/registry.py), settings validated."""
+    return build("inpaint", name, **cfg)
 
 
 def _check(video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +100,7 @@ def masked_temporal_median(
     return background, count
 
 
-@register_inpainter("temporal_median")
+@register("inpaint", "temporal_median")
 class TemporalMedianInpainter:
     """Static-camera background: masked temporal median + OpenCV fill of never-seen pixels.
 
@@ -196,7 +184,7 @@ def inpaint_stream(inpainter, read, t_len: int, write, window: int = 64) -> None
         write(t0, inpainter.inpaint(video, hole))
 
 
-@register_inpainter("opencv")
+@register("inpaint", "opencv")
 class OpenCVInpainter:
     """Frame-by-frame ``cv2.inpaint`` (TELEA or NS): no temporal information, works with camera motion."""
 
@@ -213,11 +201,3 @@ class OpenCVInpainter:
                 # take only hole pixels from the fill: outside it the frame stays bit for bit
                 cv2.copyTo(filled, hole[t].view(np.uint8), out[t])
         return out
-
-
-@register_inpainter("propainter")
-def _propainter(**cfg) -> Inpainter:
-    """Learned video inpainting (ProPainter, weights from ANONYMASK_WEIGHTS): models/inpaint/propainter.py."""
-    from anonymask.models.inpaint.propainter import ProPainterInpainter
-
-    return ProPainterInpainter(**cfg)

@@ -28,6 +28,7 @@ import numpy as np
 
 from anonymask.errors import MissingWeightsError
 from anonymask.models.inpaint.backends import _check, _paste
+from anonymask.models.registry import register
 
 SUBDIR = "propainter"
 FILES = {"raft": "raft_things.pth", "rfc": "propainter_rfc.pth", "propainter": "propainter.pth"}
@@ -79,6 +80,8 @@ def load_networks(root: str | os.PathLike | None = None, raft: str = "things", d
     return nets
 
 
+@register("inpaint", "propainter", weights=SUBDIR, summary="ProPainter: flow completion + propagation + video transformer (GPU)", limits={"max_side": {"ge": 128}, "window": {"ge": 2},
+                                                          "stride": {"ge": 1}, "step": {"ge": 1}})
 class ProPainterInpainter:
     """See the module docstring. ``window``/``stride``/``step``: the streaming driver's sizes."""
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from anonymask.models.registry import register
+
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)
 BODY_LANDMARKS = (0, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)
 
@@ -191,6 +193,7 @@ def square_tiles(h: int, w: int, frac: float = 0.6, overlap: float = 0.5) -> lis
     return [(x, y, side) for y in starts(h) for x in starts(w)]
 
 
+@register("person_detector", "mediapipe", limits={"num_poses": {"ge": 1}, "crop_size": {"ge": 64}})
 class PeopleDetector:
     """Multi-person landmarks + instance masks on RGB frames (uint8 (H,W,3)).
 
@@ -312,18 +315,9 @@ class PeopleDetector:
         return merge_detections(dets)
 
 
-def _rcnn(**cfg):
-    from anonymask.models.pose.rcnn import RCNNPeopleDetector
-
-    return RCNNPeopleDetector(**cfg)
-
-
-#: person detectors for discovery (``pose4d.detector``): the offline default and the weight-backed one
-DETECTORS = {"mediapipe": PeopleDetector, "rcnn": _rcnn}
-
-
 def get_detector(name: str = "mediapipe", **cfg):
-    try:
-        return DETECTORS[name](**cfg)
-    except KeyError:
-        raise ValueError(f"unknown person detector {name!r}; available: {sorted(DETECTORS)}") from None
+    """The person detector registered as ``name`` (``pose4d.detector``; models/registry.py): the
+    offline default ``mediapipe`` or the weight-backed ``rcnn``."""
+    from anonymask.models.registry import build
+
+    return build("person_detector", name, **cfg)

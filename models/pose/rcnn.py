@@ -26,6 +26,7 @@ import numpy as np
 
 from anonymask.errors import MissingWeightsError
 from anonymask.models.pose.people import BODY_LANDMARKS, Detection, box_iou
+from anonymask.models.registry import register
 
 KEYPOINT_FILE = "keypointrcnn_resnet50_fpn_coco-fc266e95.pth"
 MASK_FILE = "maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
@@ -79,6 +80,8 @@ def coco_to_landmarks(kps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
     return kp2d, conf
 
 
+@register("person_detector", "rcnn", weights="torchvision", runtime=("roi",),
+          limits={"min_score": {"ge": 0.0, "le": 1.0}, "max_people": {"ge": 1}})
 class RCNNPeopleDetector:
     """Same interface as :class:`PeopleDetector` (``detect``, ``detect_region``)."""
 

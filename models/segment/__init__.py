@@ -6,7 +6,6 @@ from anonymask.models.segment.backends import (
     Segmenter,
     available_segmenters,
     get_segmenter,
-    register_segmenter,
 )
 from anonymask.models.segment.masks import (
     PersonMasks,
@@ -25,6 +24,6 @@ from anonymask.models.segment.masks import (
 
 __all__ = [
     "GroundTruthSegmenter", "MediapipeSegmenter", "Segmenter", "available_segmenters", "get_segmenter",
-    "register_segmenter", "PersonMasks", "build_person_masks", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
+    "PersonMasks", "build_person_masks", "as_alpha", "as_bool", "as_full", "assign_to_tracks", "feather", "grow",
     "person_mask", "uint8_scale", "union_tracks", "unflicker",
 ]

@@ -14,40 +14,41 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import cv2
 import numpy as np
 
+from anonymask.models.registry import build, names, register
 from anonymask.models.segment.masks import as_alpha
 
 
 class Segmenter(Protocol):
     def segment(self, frames: np.ndarray, rois: np.ndarray | None = None) -> np.ndarray: ...
 
+    def window_probability(self, inputs: SegmentInputs, start: int, stop: int) -> np.ndarray: ...
 
-_REGISTRY: dict[str, Callable[..., Segmenter]] = {}
+
+@dataclass
+class SegmentInputs:
+    """What a segmenter may read for frames [start, stop): the frames, and arrays other stages
+    stored (``stored(name, start, stop)``, None when the store has no such array)."""
+
+    frames: Callable[[int, int], np.ndarray]
+    stored: Callable[[str, int, int], np.ndarray | None]
 
 
-def register_segmenter(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
 
-    return deco
 
 
 def available_segmenters() -> list[str]:
-    return sorted(_REGISTRY)
+    return names("segment")
 
 
 def get_segmenter(name: str, **cfg) -> Segmenter:
-    """Build the segmenter registered as ``name`` with its config keywords."""
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown segmenter {name!r}; available: {available_segmenters()}") from None
-    return factory(**cfg)
+    """The segmenter registered as ``name`` (models/registry.py), settings validated."""
+    return build("segment", name, **cfg)
 
 
 def _check_video(frames: np.ndarray) -> np.ndarray:
@@ -57,12 +58,19 @@ def _check_video(frames: np.ndarray) -> np.ndarray:
     return frames
 
 
-@register_segmenter("gt")
+@register("segment", "gt", runtime=("masks",))
 class GroundTruthSegmenter:
     """Passes through masks the caller already has (bool, uint8 or alpha) as probabilities."""
 
     def __init__(self, masks: np.ndarray | None = None):
         self.masks = masks
+
+    def window_probability(self, inputs: SegmentInputs, start: int, stop: int) -> np.ndarray:
+        """The store's ground-truth person masks (synthetic data)."""
+        m = inputs.stored("gt/person_mask", start, stop)
+        if m is None:
+            raise ValueError("segment backend 'gt' needs ground-truth person masks (synthetic data only)")
+        return as_alpha(m)
 
     def segment(self, frames: np.ndarray, rois: np.ndarray | None = None, masks: np.ndarray | None = None):
         frames = _check_video(frames)
@@ -83,11 +91,12 @@ def _roi_affine(box: np.ndarray, size: int) -> np.ndarray:
     return np.array([[k, 0.0, x0 + 0.5 * k - 0.5], [0.0, k, y0 + 0.5 * k - 0.5]], np.float64)
 
 
-@register_segmenter("mediapipe")
+@register("segment", "mediapipe")
 class MediapipeSegmenter:
     """mediapipe's bundled selfie segmentation or pose segmentation (offline, CPU)."""
 
-    def __init__(self, model: str = "selfie", model_selection: int = 1, roi_size: int = 256):
+    def __init__(self, model: Literal["selfie", "pose"] = "selfie", model_selection: Literal[0, 1] = 1,
+                 roi_size: int = 256):
         if model not in ("selfie", "pose"):
             raise ValueError(f"mediapipe segmenter: model must be 'selfie' or 'pose', got {model!r}")
         if model_selection not in (0, 1):
@@ -95,6 +104,14 @@ class MediapipeSegmenter:
         self.model = model
         self.model_selection = model_selection
         self.roi_size = int(roi_size)
+
+    def window_probability(self, inputs: SegmentInputs, start: int, stop: int) -> np.ndarray:
+        """The person probability pose4d stored with its instance masks when there is one (the
+        landmark model's own segmentation of each found person), else this model on the frames."""
+        p = inputs.stored("pose/person_prob", start, stop)
+        if p is not None:
+            return p.astype(np.float32) / 255.0
+        return np.asarray(self.segment(inputs.frames(start, stop)), np.float32)
 
     def _open(self, video_mode: bool):
         import mediapipe as mp

@@ -22,3 +22,31 @@ def test_config_show_pipeline(capsys):
     assert main(["config", "show", "--dataset", "demo"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert "ingest" in shown and "segment" in shown
+
+
+def test_config_show_pipeline_is_validated_and_complete(capsys):
+    assert main(["config", "show", "--dataset", "sample", "--set", "inpaint.backend=opencv", "inpaint.radius=3"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["inpaint"] == {"backend": "opencv", "method": "telea", "radius": 3}
+    assert shown["ingest"]["max_side"] == 480  # the dataset's default over the stage's
+
+
+def test_anonymize_with_a_bad_setting_fails_in_one_line_before_touching_the_store(capsys, tmp_path):
+    store = tmp_path / "s.zarr"
+    for bad, says in ((["segment.gorw=6"], "did you mean 'grow'?"), (["segment.threshold=0.6x"], "threshold='0.6x'"),
+                      (["refine.guidance_scale=5"], "not of the selected backend 'none'"),
+                      (["segment.threshold"], "expected key=value")):
+        assert main(["anonymize", "--dataset", "demo", "--store", str(store), "--set", *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err
+    assert not store.exists()
+
+
+def test_config_backends_lists_every_backend_with_its_settings(capsys):
+    assert main(["config", "backends"]) == 0
+    out = capsys.readouterr().out
+    for line in ("pose4d.mediapipe  (offline)", "person_detector.rcnn  (weights: $ANONYMASK_WEIGHTS/torchvision)",
+                 "inpaint.propainter  (weights: $ANONYMASK_WEIGHTS/propainter)", "refine.animatediff", "audit.hog",
+                 "    guidance_scale = 7.5"):
+        assert line in out
+    assert main(["config", "backends", "nope"]) == 2

@@ -1,0 +1,120 @@
+"""Backends of the ``pose4d`` stage: where each video's SMPL-H tracks and camera come from.
+
+- ``mediapipe`` (default, offline): every person found on every frame (models/pose/estimate.py,
+  discover.py; the person detector is ``detector``: ``mediapipe`` or the weight-backed ``rcnn``),
+  with per-pixel instance labels and person probability for the later stages;
+- ``ntu-skeleton``: fitted to the Kinect skeletons NTU RGB+D ships with its videos;
+- ``gt``: the ground-truth tracks of synthetic data.
+
+A backend reads and writes only through :class:`PoseInputs`, which the stage builds over the store,
+so no backend does store I/O itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from anonymask.errors import NoPersonError, UnposablePersonError
+from anonymask.models.registry import register
+
+
+@dataclass
+class PoseInputs:
+    """What a pose backend may read, and where it writes its per-frame outputs."""
+
+    video_id: str
+    source: str  # the file, for messages
+    shape: tuple[int, int, int]  # (T, H, W)
+    windows: Callable[[], Iterator[tuple[int, np.ndarray]]]  # (t0, frames) in order
+    read_frames: Callable[[int, int], np.ndarray]
+    #: () -> (write_window(t0, labels, prob), paint_frame(t, detection, track id)); creates the
+    #: per-frame outputs ``pose/instances`` and ``pose/person_prob``
+    instance_outputs: Callable[[], tuple[Callable[..., None], Callable[..., None]]] | None = None
+    gt_tracks: Callable[[], tuple[list, Any]] | None = None  # ground truth (synthetic data)
+    skeleton: str | None = None  # NTU's .skeleton file
+    visible_faces: Callable[[], list[int]] = lambda: []
+
+
+@dataclass
+class PoseOutput:
+    tracks: list
+    camera: Any
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # small, whole-video arrays
+    written: list[str] = field(default_factory=list)  # per-frame arrays already streamed
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@register("pose4d", "mediapipe", limits={
+    "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
+    "scan_every": {"ge": 1}, "iterations": {"ge": 1}})
+class MediapipePose:
+    """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
+
+    def __init__(self, detector: str = "mediapipe", detector_options: dict[str, Any] | None = None,
+                 min_visible_frames: int = 2, max_gap: int = 10, keyframe_every: int = 10, tiles: bool = False,
+                 detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
+                 faces: bool = True, iterations: int = 150):
+        self.detector, self.detector_options = detector, dict(detector_options or {})
+        self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, keyframe_every=keyframe_every,
+                            tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
+                            backfill=backfill, faces=faces)
+        self.iterations = iterations
+
+    def estimate(self, io: PoseInputs) -> PoseOutput:
+        from anonymask.models.body.model import get_body_model
+        from anonymask.models.pose.estimate import estimate_people
+        from anonymask.models.pose.fit import FitConfig
+        from anonymask.models.pose.people import get_detector
+
+        if io.instance_outputs is None:
+            raise ValueError(f"{io.video_id}: pose4d backend 'mediapipe' needs somewhere to write instance masks")
+        write_window, paint_frame = io.instance_outputs()
+        opts = dict(self.options, min_visible_frames=min(self.options["min_visible_frames"], io.shape[0]))
+        try:
+            res = estimate_people(
+                io.windows(), io.shape, get_body_model().rest_joints(), write_window, read_frames=io.read_frames,
+                paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
+                fit=FitConfig(iterations=self.iterations), source=io.source, **opts)
+        except NoPersonError as err:
+            faces = io.visible_faces()
+            if faces:
+                raise UnposablePersonError(
+                    f"{io.video_id}: a person is visible (a face in frames {faces}) but the pose model found no "
+                    f"body to replace them with; the video is not published ({err})") from None
+            raise
+        return PoseOutput(res.tracks, res.camera, written=["pose/instances", "pose/person_prob"],
+                          arrays={"pose/instance_track": res.instance_track, "pose/boxes": res.boxes,
+                                  "pose/gap": res.gap, "pose/kinds": res.kinds},
+                          metrics=dict(res.diagnostics))
+
+
+@register("pose4d", "ntu-skeleton", limits={"iterations": {"ge": 1}, "max_bodies": {"ge": 1}})
+class NtuSkeletonPose:
+    """Fitted to the Kinect v2 skeletons that come with NTU RGB+D videos."""
+
+    def __init__(self, iterations: int = 100, max_bodies: int = 2):
+        self.iterations, self.max_bodies = iterations, max_bodies
+
+    def estimate(self, io: PoseInputs) -> PoseOutput:
+        from anonymask.models.body.model import get_body_model
+        from anonymask.models.pose.fit import FitConfig
+        from anonymask.models.pose.ntu import estimate_from_ntu_skeleton
+
+        res = estimate_from_ntu_skeleton(io.skeleton, (*io.shape, 3), get_body_model(), max_bodies=self.max_bodies,
+                                         fit=FitConfig(iterations=self.iterations), video=io.video_id)
+        return PoseOutput(res.tracks, res.camera, metrics=dict(res.diagnostics))
+
+
+@register("pose4d", "gt")
+class GroundTruthPose:
+    """The ground-truth tracks of synthetic data (ablations, tests)."""
+
+    def estimate(self, io: PoseInputs) -> PoseOutput:
+        if io.gt_tracks is None:
+            raise ValueError(f"{io.video_id}: pose4d backend 'gt' needs ground truth (synthetic data only)")
+        tracks, camera = io.gt_tracks()
+        return PoseOutput(tracks, camera)

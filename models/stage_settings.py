@@ -1,0 +1,193 @@
+"""Typed settings of every anonymization stage, validated before any work starts.
+
+A stage's section of the pipeline config (``segment: {threshold: 0.5, ...}``) is validated by the
+stage's model below plus, for stages with backends, the chosen backend's settings model from the
+registry (models/registry.py). The result is one flat dict with every setting present (defaults
+included, values in canonical types); the stage hash is computed from it, minus the settings
+marked ``hashed=False`` (window sizes: they change memory, never results), so equivalent settings
+hash the same and a window size recomputes nothing. Defaults are stated here and in the backends'
+signatures, nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from anonymask.errors import SettingsError
+from anonymask.models.registry import backends, did_you_mean, get_backend, validate_model
+from anonymask.storage.windows import WINDOW_FRAMES
+
+
+def _window(default: int = WINDOW_FRAMES):
+    """Frames processed at a time: memory only (results are identical for any window)."""
+    return Field(default, ge=1, json_schema_extra={"hashed": False})
+
+
+class StageSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IngestSettings(StageSettings):
+    max_side: int | None = Field(640, ge=16, description="long side after scaling (None: keep the size)")
+    max_frames: int | None = Field(None, ge=1, description="a cap, recorded per video (None: every frame)")
+    max_bad_frames: int = Field(0, ge=0, description="decode errors + lost frames tolerated")
+
+
+class Pose4dSettings(StageSettings):
+    backend: str = "mediapipe"
+
+
+class MotionSettings(StageSettings):
+    enabled: bool = False
+    checkpoint: str | None = None
+
+
+class RenderSettings(StageSettings):
+    bank_size: int = Field(32, ge=1)
+    bank_seed: int = 0
+    window: int = _window()
+
+
+class SegmentSettings(StageSettings):
+    backend: str = "mediapipe"
+    threshold: float = Field(0.5, gt=0.0, le=1.0)
+    unflicker: int = Field(1, ge=0, description="frames either side a pixel's vote is taken over")
+    grow: int | Literal["auto"] = Field("auto", description="safety margin in px, or auto")
+    grow_frac: float = Field(0.02, ge=0.0, le=0.5, description="auto: this share of the people's height")
+    grow_min: int = Field(2, ge=0)
+    grow_max: int = Field(8, ge=0)
+    feather: float = Field(2.0, ge=0.0)
+    box_fill: bool = False
+    box_margin: float = Field(0.15, ge=0.0, le=1.0)
+    avatar_in_hole: bool = False
+    static_grow: int = Field(4, ge=0)
+    static_frac: float = Field(0.8, gt=0.0, le=1.0)
+    replace_margin: int = Field(3, ge=0, description="px an avatar may miss its person by (replaced_min)")
+
+
+class InpaintSettings(StageSettings):
+    backend: str = "temporal_median"
+
+
+class MergeSettings(StageSettings):
+    window: int = _window()
+
+
+class TubeletSettings(StageSettings):
+    size: int = Field(128, ge=8)
+    margin: float = Field(0.15, ge=0.0, le=1.0)
+    smooth: float = Field(3.0, ge=0.0)
+    window: int = _window()
+
+
+class ConditionSettings(StageSettings):
+    backend: str = "render"
+    window: int = _window()
+
+
+class RefineSettings(StageSettings):
+    backend: str = "none"
+    seed: int = 0
+    segment_frames: int = Field(256, ge=2, description="animatediff: frames refined at a time")
+    copy_window: int = _window(4 * WINDOW_FRAMES)
+
+
+class ReintegrateSettings(StageSettings):
+    window: int = _window()
+
+
+class AuditSettings(StageSettings):
+    detectors: list[str] = Field(default_factory=lambda: ["face", "hog"], min_length=1)
+    detector_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    every: int = Field(4, ge=1)
+    min_outside: float = Field(0.6, ge=0.0, le=1.0)
+    min_face_frames: int = Field(2, ge=1)
+    min_body_frames: int = Field(3, ge=1)
+    fail: bool = True
+    ground_truth: bool = True
+    max_gt_leak: float = Field(0.001, ge=0.0, le=1.0)
+
+
+STAGE_SETTINGS: dict[str, type[StageSettings]] = {
+    "ingest": IngestSettings, "pose4d": Pose4dSettings, "motion": MotionSettings, "render": RenderSettings,
+    "segment": SegmentSettings, "inpaint": InpaintSettings, "merge": MergeSettings, "tubelets": TubeletSettings,
+    "conditions": ConditionSettings, "refine": RefineSettings, "reintegrate": ReintegrateSettings,
+    "audit": AuditSettings,
+}
+
+#: stages whose settings also name a sub-backend: (key of the name, key of its options, kind)
+SUB_BACKENDS: dict[str, tuple[str, str, str]] = {"pose4d": ("detector", "detector_options", "person_detector")}
+
+
+def _unhashed(model: type[BaseModel]) -> set[str]:
+    return {k for k, f in model.model_fields.items() if (f.json_schema_extra or {}).get("hashed") is False}
+
+
+def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
+    """The stage's settings, validated and complete (raises ``SettingsError`` naming each problem)."""
+    if stage not in STAGE_SETTINGS:
+        raise SettingsError(f"unknown pipeline stage {stage!r}{did_you_mean(stage, STAGE_SETTINGS)}; "
+                            f"stages: {', '.join(STAGE_SETTINGS)}")
+    values = dict(values or {})
+    model = STAGE_SETTINGS[stage]
+    own = {k: v for k, v in values.items() if k in model.model_fields}
+    rest = {k: v for k, v in values.items() if k not in model.model_fields}
+    out = validate_model(model, own, stage).model_dump()
+    if "backend" in model.model_fields:
+        be = get_backend(stage, out["backend"])
+        others = {k: n for n, b in backends(stage).items() if n != be.name for k in b.settings.model_fields}
+        stray = [k for k in rest if k not in be.settings.model_fields]
+        if stray:
+            k = stray[0]
+            if k in others:
+                raise SettingsError(f"{stage}.{k} is a setting of backend {others[k]!r}, not of the selected "
+                                    f"backend {be.name!r}")
+            known = [*model.model_fields, *be.settings.model_fields]
+            raise SettingsError(f"{stage}: unknown setting {k!r}{did_you_mean(k, known)}; "
+                                f"settings of {stage} with backend {be.name!r}: {', '.join(known)}")
+        out.update(be.validate(rest).model_dump())
+    elif rest:
+        k = next(iter(rest))
+        raise SettingsError(f"{stage}: unknown setting {k!r}{did_you_mean(k, model.model_fields)}; "
+                            f"settings of {stage}: {', '.join(model.model_fields)}")
+    if stage in SUB_BACKENDS and SUB_BACKENDS[stage][0] in out:  # the selected backend has one
+        name_key, opt_key, kind = SUB_BACKENDS[stage]
+        out[opt_key] = get_backend(kind, out[name_key]).validate(out.get(opt_key) or {}).model_dump()
+    if stage == "audit":
+        opts = out["detector_options"]
+        for name in out["detectors"]:
+            get_backend("audit", name)
+        for name in opts:
+            if name not in out["detectors"]:
+                raise SettingsError(f"audit.detector_options.{name}: {name!r} is not in audit.detectors")
+        out["detector_options"] = {n: get_backend("audit", n).validate(opts.get(n) or {}).model_dump()
+                                   for n in out["detectors"]}
+    return out
+
+
+def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
+    """The backend a stage's validated settings name, built with its own settings from them."""
+    be = get_backend(stage, settings["backend"])
+    return be.create({k: settings[k] for k in be.settings.model_fields}, **runtime)
+
+
+def hashed_settings(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """What the stage hash covers: every validated setting except the ``hashed=False`` ones."""
+    skip = _unhashed(STAGE_SETTINGS[stage]) if stage in STAGE_SETTINGS else set()
+    return {k: v for k, v in settings.items() if k not in skip}
+
+
+def validate_pipeline(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every stage's section validated (stages absent from ``config`` get their defaults)."""
+    unknown = [k for k in config if k not in STAGE_SETTINGS]
+    if unknown:
+        k = unknown[0]
+        raise SettingsError(f"unknown pipeline stage {k!r}{did_you_mean(k, STAGE_SETTINGS)}; "
+                            f"stages: {', '.join(STAGE_SETTINGS)}")
+    for stage, section in config.items():
+        if not isinstance(section, dict):
+            raise SettingsError(f"{stage}: settings must be key=value pairs (e.g. --set {stage}.key=value), "
+                                f"got {section!r}")
+    return {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_SETTINGS}

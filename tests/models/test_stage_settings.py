@@ -1,0 +1,131 @@
+"""Typed pipeline settings and the one backend registry: a typo or a bad value is one clear line
+before any work, equivalent settings hash the same, and every backend declares its settings."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from pydantic import ValidationError
+
+from anonymask.config import parse_overrides, pipeline_config
+from anonymask.errors import SettingsError
+from anonymask.models import registry
+from anonymask.models.stage_settings import STAGE_SETTINGS, hashed_settings, validate_stage
+from anonymask.storage.hashing import config_hash
+
+
+def chash(stage, values):
+    return config_hash(hashed_settings(stage, validate_stage(stage, values)))
+
+
+def test_defaults_are_complete_for_every_stage_and_dataset():
+    for dataset in ("demo", "sample", "ntu", "tsh", "folder"):
+        cfg = pipeline_config(dataset)
+        assert set(cfg) == set(STAGE_SETTINGS)
+        assert cfg["pose4d"]["backend"] == ("ntu-skeleton" if dataset == "ntu" else "mediapipe")
+    seg = pipeline_config("demo")["segment"]
+    assert seg["threshold"] == 0.5 and seg["grow"] == "auto" and seg["model"] == "selfie"  # backend's own
+
+
+@pytest.mark.parametrize("kind", sorted(registry.DECLARED_IN))
+def test_every_backend_declares_settings_whose_defaults_validate(kind):
+    found = registry.backends(kind)
+    assert found, kind
+    for be in found.values():
+        s = be.validate({})
+        assert set(dict(s)) == set(be.settings.model_fields)
+        with pytest.raises(SettingsError, match="unknown setting 'no_such_setting'"):
+            be.validate({"no_such_setting": 1})
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"segment": {"gorw": 6}}, "unknown setting 'gorw' (did you mean 'grow'?)"),
+    ({"segment": {"threshold": "0.6x"}}, "threshold='0.6x'"),
+    ({"segment": {"threshold": 1.5}}, "threshold=1.5: Input should be less than or equal to 1"),
+    ({"refine": {"guidance_scale": 5}}, "refine.guidance_scale is a setting of backend 'animatediff', not of the "
+                                        "selected backend 'none'"),
+    ({"inpaint": {"backend": "propaint"}}, "unknown inpaint backend 'propaint'; available: opencv, propainter, "
+                                           "temporal_median (did you mean 'propainter'?)"),
+    ({"segmnet": {"grow": 3}}, "unknown pipeline stage 'segmnet' (did you mean 'segment'?)"),
+    ({"pose4d": {"detector": "rcn"}}, "unknown person_detector backend 'rcn'"),
+    ({"pose4d": {"detector_options": {"num_pose": 2}}}, "unknown setting 'num_pose' (did you mean 'num_poses'?)"),
+    ({"audit": {"detectors": ["face", "hogg"]}}, "unknown audit backend 'hogg'"),
+    ({"audit": {"detector_options": {"hog": {"pad": 2}}, "detectors": ["face"]}}, "'hog' is not in audit.detectors"),
+    ({"ingest": {"max_frames": 0}}, "max_frames=0"),
+    ({"segment": 3}, "settings must be key=value pairs"),
+])
+def test_a_bad_setting_is_one_line_naming_it(overrides, message):
+    with pytest.raises(SettingsError) as err:
+        pipeline_config("demo", overrides)
+    text = str(err.value)
+    assert message in text and "\n" not in text
+
+
+def test_backend_settings_reach_the_backend():
+    cfg = pipeline_config("demo", {"inpaint": {"backend": "opencv", "method": "ns", "radius": 3},
+                                   "audit": {"detector_options": {"hog": {"upscale": 2.0}}}})
+    assert cfg["inpaint"] == {"backend": "opencv", "method": "ns", "radius": 3}
+    from anonymask.models.stage_settings import stage_backend
+
+    inp = stage_backend("inpaint", cfg["inpaint"])
+    assert type(inp).__name__ == "OpenCVInpainter" and inp.radius == 3
+    assert cfg["audit"]["detector_options"]["hog"]["upscale"] == 2.0
+    assert cfg["audit"]["detector_options"]["face"]["min_score"] == 0.7  # defaults filled per detector
+    # every parameter of the refiner is a setting (not 5 of 15), devices excepted
+    refine = registry.get_backend("refine", "animatediff").settings.model_fields
+    assert {"guidance_scale", "controlnet_scales", "prompt", "negative_prompt", "eta", "weighting"} <= set(refine)
+    assert not {"device", "dtype"} & set(refine)
+    assert pipeline_config("demo", {"refine": {"backend": "animatediff"}})["refine"]["num_inference_steps"] == 8
+
+
+def test_equivalent_settings_hash_the_same_and_windows_never_change_the_hash():
+    assert chash("segment", {}) == chash("segment", {"threshold": 0.5}) == chash("segment", {"threshold": "0.5"})
+    assert chash("segment", {"threshold": 0.6}) != chash("segment", {})
+    assert chash("render", {"window": 8}) == chash("render", {})
+    assert chash("render", {"bank_seed": 1}) != chash("render", {})
+    # the options of the chosen backend count; switching backend changes the hash
+    assert chash("inpaint", {"radius": 3}) != chash("inpaint", {})
+    assert chash("inpaint", {"backend": "opencv"}) != chash("inpaint", {})
+
+
+def test_parse_overrides_rejects_malformed_items():
+    assert parse_overrides(["segment.grow=6", "audit.detectors=[\"face\"]"]) == {
+        "segment": {"grow": 6}, "audit": {"detectors": ["face"]}}
+    for bad in ("segment.grow", "segment.=3", ".grow=3", "=3"):
+        with pytest.raises(SettingsError, match="expected key=value"):
+            parse_overrides([bad])
+    with pytest.raises(SettingsError, match="unknown pipeline stage 'grow'"):
+        pipeline_config("demo", parse_overrides(["grow=6"]))
+
+
+def test_settings_from_a_signature_with_limits_defaults_and_runtime():
+    def factory(frames, radius: int = 5, method: str = "telea", scale: float = 1.0, device: str | None = None):
+        return (radius, method, scale, device, frames)
+
+    model = registry.settings_model(factory, "m", limits={"radius": {"ge": 1}}, runtime=("frames", "device"),
+                                    defaults={"scale": 2.0})
+    assert list(model.model_fields) == ["radius", "method", "scale"]
+    assert model().scale == 2.0
+    with pytest.raises(ValidationError):
+        model(radius=0)
+    with pytest.raises(TypeError, match="limits/defaults for unknown"):
+        registry.settings_model(factory, "m", limits={"radiu": {"ge": 1}}, runtime=("frames",))
+    with pytest.raises(TypeError, match="has no default"):
+        registry.settings_model(factory, "m")
+
+
+def test_a_window_size_recomputes_nothing_and_a_real_setting_recomputes_its_stage(tiny_anonymized, tmp_path):
+    from anonymask.storage.store import DatasetStore
+    from anonymask.tasks.common import run_video
+
+    url = str(tmp_path / "g.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    vid = DatasetStore.open(url).video_ids()[0]
+    gt = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}
+    windows = {name: {"window": 5} for name in ("render", "merge", "tubelets", "conditions", "reintegrate")}
+    res = run_video(url, vid, pipeline_config("demo", {**gt, **windows}))
+    assert {r["status"] for r in res} == {"skipped"}
+    res = run_video(url, vid, pipeline_config("demo", {**gt, "tubelets": {"margin": 0.2}}))
+    done = [r["stage"] for r in res if r["status"] == "done"]
+    assert done == ["tubelets", "conditions", "refine", "reintegrate", "audit"]
