@@ -22,5 +22,7 @@ def default_store(dataset: str) -> Path:
 
 
 def weights_root() -> Path | None:
+    """``$ANONYMASK_WEIGHTS``, the one folder every weight-backed model loads from (None: unset).
+    The only place the variable is read."""
     w = os.environ.get("ANONYMASK_WEIGHTS")
     return Path(w) if w else None

@@ -30,6 +30,7 @@ from anonymask.config import pipeline_config, runner_config
 from anonymask.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.store import DatasetStore
+from anonymask.tasks.artifacts import artifact_key
 from anonymask.tasks.common import ORDER, run_video
 from anonymask.tasks.prefect_tasks import failure_message, stage_task
 
@@ -38,18 +39,11 @@ class StageFailed(Exception):
     """A stage task ended Failed; its message is the one-line reason."""
 
 
-def _artifact_key(*parts: str) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    raw = "-".join(parts).lower()
-    key = "".join(c if c.isalnum() else "-" for c in raw)
-    return "-".join(filter(None, key.split("-")))[:100]
-
-
 def _progress(store_url: str, video_id: str):
     """A progress artifact for one video and the callback that advances it per stage."""
     dataset = DatasetStore.open(store_url).dataset
     pid = create_progress_artifact(
-        progress=0.0, key=_artifact_key("progress", dataset, video_id), description=f"stages of {video_id}"
+        progress=0.0, key=artifact_key("progress", dataset, video_id), description=f"stages of {video_id}"
     )
 
     def on_stage(i: int, name: str, res: dict[str, Any]) -> None:
@@ -220,9 +214,9 @@ def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, work
     summary["log"] = str(log_path)
     summary["store"] = store_url
     summary["runner"] = runner
-    create_table_artifact(key=_artifact_key("videos", dataset), table=rows,
+    create_table_artifact(key=artifact_key("videos", dataset), table=rows,
                           description=f"status of every video in {store_url}")
-    create_markdown_artifact(key=_artifact_key("summary", dataset),
+    create_markdown_artifact(key=artifact_key("summary", dataset),
                              markdown=summary_markdown(dataset, store_url, summary))
     msg = (f"{summary['done']} done, {summary['skipped']} skipped (already complete), {summary['failed']} failed "
            f"of {summary['videos']} videos; {summary['frames_per_s']:.2f} frames/s")

@@ -1,11 +1,11 @@
-"""Frame-accurate video reading and MP4 writing (PyAV; decord only when asked for and importable).
+"""Frame-accurate video reading and MP4 writing (PyAV).
 
 Decisions users rely on:
 
 * **Frame numbering.** Frame ``i`` is the ``i``-th frame the decoder outputs when every packet of
   the first video stream is decoded in file order (packets flagged corrupt or discard are skipped).
   ``probe(...).frames`` counts exactly these frames (by decoding, see ``exact``), and
-  ``read_frames`` / ``iter_frames`` number frames the same way, whether they seek or not.
+  ``read_frames`` numbers frames the same way whether it seeks or not.
 * **Seeking.** ``seek()`` lands on a keyframe at or before the target; the reader then decodes
   forward and identifies each frame by its timestamp in an index built from one demux pass (no
   decoding). Any doubt (missing or duplicate timestamps, a landing past the target, a gap in the
@@ -430,21 +430,14 @@ def read_frames(
     *,
     max_side: int | None = None,
     allow_odd: bool = False,
-    backend: str = "pyav",
 ) -> np.ndarray:
     """Frames ``start, start+step, ... < stop`` (at most ``max_frames``) as (T,H,W,3) uint8 RGB.
 
     Frame-accurate: equal to the same slice of a full decode. Indices past the end are simply not
-    returned (``T`` may be smaller than asked). ``backend="decord"`` uses decord if importable.
+    returned (``T`` may be smaller than asked).
     """
     path = Path(path)
     _check_range(start, stop, step, max_frames)
-    if backend == "decord":
-        return _read_frames_decord(
-            path, start, stop, step, max_frames, max_side=max_side, allow_odd=allow_odd
-        )
-    if backend not in ("pyav", "auto"):
-        raise ValueError(f"unknown video backend {backend!r} (pyav, decord)")
     reader = _Reader(path, max_side=max_side, allow_odd=allow_odd)
     try:
         h, w = reader.height, reader.width
@@ -467,67 +460,6 @@ def read_frames(
     if n == 0 and start == 0 and stop != 0 and max_frames != 0:
         raise InvalidVideoError(path, "the video stream has zero decodable frames")
     return buf[:n] if n == len(buf) or n > len(buf) // 2 else buf[:n].copy()
-
-
-def iter_frames(
-    path: str | Path,
-    batch: int = 16,
-    *,
-    start: int = 0,
-    stop: int | None = None,
-    step: int = 1,
-    max_side: int | None = None,
-    allow_odd: bool = False,
-) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield ``(index_of_first_frame, frames (b,H,W,3) uint8)`` batches; memory is one batch.
-
-    Within a batch, frame ``k`` is source frame ``index_of_first_frame + k*step``.
-    """
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1 (got {batch})")
-    path = Path(path)
-    _check_range(start, stop, step, None)
-    reader = _Reader(path, max_side=max_side, allow_odd=allow_odd)
-    try:
-        buf = np.empty((batch, reader.height, reader.width, 3), np.uint8)
-        n, first = 0, start
-        for i, frame in _selected(reader, start, stop, step, None):
-            if n == 0:
-                first = i
-            buf[n] = _rgb(reader, i, frame)
-            n += 1
-            if n == batch:
-                yield first, buf.copy()
-                n = 0
-        if n:
-            yield first, buf[:n].copy()
-        _warn_if_damaged(reader)
-    finally:
-        reader.close()
-
-
-def _read_frames_decord(
-    path: Path, start: int, stop: int | None, step: int, max_frames: int | None, *, max_side, allow_odd
-) -> np.ndarray:
-    try:
-        import decord
-    except ImportError:
-        raise ValueError(
-            "backend='decord' asked for, but decord is not installed (pip install decord)"
-        ) from None
-    _check_file(path)
-    try:
-        vr = decord.VideoReader(str(path), ctx=decord.cpu(0))
-    except Exception as e:  # decord raises its own DECORDError
-        raise InvalidVideoError(path, _open_error_reason(path, e)) from None
-    h, w = vr[0].shape[:2] if len(vr) else (0, 0)
-    check_frame_size(path, w, h, max_side=max_side, allow_odd=allow_odd)
-    idx = list(range(start, min(stop if stop is not None else len(vr), len(vr)), step))
-    if max_frames is not None:
-        idx = idx[:max_frames]
-    if not idx:
-        return np.empty((0, h, w, 3), np.uint8)
-    return vr.get_batch(idx).asnumpy()
 
 
 # ---------------------------------------------------------------------------------------- ingest

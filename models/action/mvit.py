@@ -165,8 +165,10 @@ def _build_mvit(cfg: ActionModelConfig) -> nn.Module:
 
 
 def kinetics_weights_path() -> Path:
-    root = os.environ.get("ANONYMASK_WEIGHTS", "")
-    return Path(root) / KINETICS_FILE if root else Path(KINETICS_FILE)
+    from anonymask.paths import weights_root
+
+    root = weights_root()
+    return root / KINETICS_FILE if root else Path(KINETICS_FILE)
 
 
 class ActionModel(nn.Module):

@@ -187,8 +187,10 @@ STRATEGIES = ("frozen", "finetune", "scratch")
 
 # --------------------------------------------------------------------------- weights
 def default_weights_path() -> Path:
-    root = os.environ.get("ANONYMASK_WEIGHTS", "")
-    return Path(root) / WEIGHTS_FILE if root else Path(WEIGHTS_FILE)
+    from anonymask.paths import weights_root
+
+    root = weights_root()
+    return root / WEIGHTS_FILE if root else Path(WEIGHTS_FILE)
 
 
 def load_backbone_state_dict(model: PoseModel, path: str | os.PathLike) -> None:

@@ -93,7 +93,9 @@ class RefineWeights:
 def weights_root(root: str | os.PathLike | None = None) -> Path:
     """The folder that holds every model's weights: ``root`` or else ``$ANONYMASK_WEIGHTS``."""
     if root is None:
-        root = os.environ.get(ENV_VAR)
+        from anonymask.paths import weights_root as from_env
+
+        root = from_env()
     if not root:
         raise MissingWeightsError(
             MODEL_NAME,

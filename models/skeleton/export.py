@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from anonymask.errors import DatasetError
+from anonymask.models.body.tracks_io import has_tracks, read_tracks
 from anonymask.storage.store import DatasetStore
-from anonymask.storage.tracks_io import has_tracks, read_tracks
 
 
 def export_skeletons(store_url: str, prefix: str = "auto", length: int = 32, min_frames: int = 8) -> dict[str, np.ndarray]:

@@ -48,8 +48,8 @@ def test_dask_runner_matches_local_shows_progress_and_retries_a_killed_worker(pr
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from anonymask.flows.anonymize import _artifact_key
     from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.tasks.artifacts import artifact_key
 
     root = generate_demo(tmp_path / "raw", preset="demo", seed=0)
     local = tmp_path / "local.zarr"
@@ -80,7 +80,7 @@ def test_dask_runner_matches_local_shows_progress_and_retries_a_killed_worker(pr
     assert all(r["status"] == "done" for r in b.video(killed["video"]).records().values())
 
     # per-video progress reached the API (what the UI shows), one artifact per video, at 100 %
-    keys = [_artifact_key("progress", "demo", vid) for vid in ids]
+    keys = [artifact_key("progress", "demo", vid) for vid in ids]
     with get_client(sync_client=True) as client:
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
     latest = {}

@@ -6,10 +6,10 @@ import numpy as np
 
 from anonymask.models.body.model import get_body_model
 from anonymask.models.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.body.tracks_io import write_tracks
 from anonymask.models.skeleton.anonymizers import load_anonymizer
 from anonymask.models.skeleton.export import export_skeletons
 from anonymask.storage.store import DatasetStore, VideoInfo
-from anonymask.storage.tracks_io import write_tracks
 
 
 def test_export_from_store_tracks(tmp_path):

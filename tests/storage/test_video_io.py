@@ -15,8 +15,8 @@ from anonymask.errors import InvalidVideoError
 from anonymask.storage import video_io
 from anonymask.storage.video_io import (
     Mp4Writer,
+    VideoStream,
     check_frame_size,
-    iter_frames,
     probe,
     read_frames,
     write_mp4,
@@ -162,21 +162,6 @@ def test_read_bounds_and_limits(gop_videos):
         read_frames(path, 0, None, 0)
 
 
-def test_iter_frames_batches(gop_videos):
-    path = gop_videos["mkv"]
-    full = full_decode(path)
-    batches = list(iter_frames(path, batch=16))
-    assert [s for s, _ in batches] == [0, 16, 32]
-    assert [len(b) for _, b in batches] == [16, 16, 8]
-    assert np.array_equal(np.concatenate([b for _, b in batches]), full)
-    part = list(iter_frames(path, batch=4, start=9, stop=19))
-    assert [s for s, _ in part] == [9, 13, 17]
-    assert np.array_equal(np.concatenate([b for _, b in part]), full[9:19])
-    stepped = list(iter_frames(path, batch=3, start=2, step=5))
-    assert [s for s, _ in stepped] == [2, 17, 32]
-    assert np.array_equal(np.concatenate([b for _, b in stepped]), full[2::5])
-
-
 # ------------------------------------------------------------------------------------------- errors
 def _reason(excinfo) -> str:
     return excinfo.value.reason
@@ -261,7 +246,8 @@ def test_audio_only(tmp_path):
     with pytest.raises(InvalidVideoError, match="audio only"):
         probe(path)
     with pytest.raises(InvalidVideoError, match="audio only"):
-        list(iter_frames(path))
+        with VideoStream(path) as vs:
+            list(vs.batches())
 
 
 def test_unsupported_sizes(tmp_path, gop_videos):
@@ -350,10 +336,13 @@ def test_real_vp9_video_seeks_match_streaming_decode():
     path = Path(spec.submodule_search_locations[0]) / "Demo" / "demo.mp4"
     wanted = {1, 59, 60, 61, 119, 150, 229}
     ref = {}
-    for first, batch in iter_frames(path, batch=32):
-        for k in range(len(batch)):
-            if first + k in wanted:
-                ref[first + k] = batch[k].copy()
+    first = 0
+    with VideoStream(path) as vs:
+        for batch in vs.batches(32):
+            for k in range(len(batch)):
+                if first + k in wanted:
+                    ref[first + k] = batch[k].copy()
+            first += len(batch)
     assert probe(path).frames == 230
     for start in sorted(wanted):
         got = read_frames(path, start, start + 1)

@@ -8,10 +8,10 @@ from anonymask.config import pipeline_config
 from anonymask.errors import AnonymaskError
 from anonymask.models.body.model import get_body_model
 from anonymask.models.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.body.tracks_io import read_tracks, write_tracks
 from anonymask.models.skeleton.anonymizers import ResidualMLPAnonymizer, save_anonymizer
 from anonymask.models.skeleton.pipeline_stage import anonymize_tracks
 from anonymask.storage.store import DatasetStore, VideoInfo
-from anonymask.storage.tracks_io import read_tracks, write_tracks
 from anonymask.tasks.common import execute_stage
 from anonymask.tasks.motion import motion_prefix
 
