@@ -148,6 +148,11 @@ class Renderer:
         self._material = pyrender.MetallicRoughnessMaterial(baseColorFactor=(1.0, 1.0, 1.0, 1.0))
         self.pid = os.getpid()
         self._mesh_nodes: list[pyrender.Node] = []
+        # Draw the bodies in their list order. pyrender orders meshes by their node's distance to
+        # the camera (all bodies sit at the origin: a tie) and otherwise by iterating a set, so
+        # where two bodies meet at equal depth the owner of the pixel changed from run to run.
+        # In list order, with the depth test keeping the first fragment, the lower index wins.
+        self._offscreen._renderer._sorted_mesh_nodes = lambda scene: list(self._mesh_nodes)
 
     def _gl_renderer_name(self) -> str:
         from OpenGL.GL import GL_RENDERER, glGetString
