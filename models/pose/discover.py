@@ -124,8 +124,9 @@ class PersonDiscovery:
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
-                 limbs: bool = True):
+                 limbs: bool = True, t_len: int | None = None):
         self.detector = detector or PeopleDetector()
+        self.t_len = None if t_len is None else int(t_len)
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
         self.tile_frac = float(tile_frac)
@@ -234,7 +235,10 @@ class PersonDiscovery:
         """Steps 2-3: new people (and lost ones) that no followed track explains."""
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
-        scan = self.scanner is not None and t % self.scan_every == 0
+        # the last frame is scanned too: a person who appears after the last periodic scan (back
+        # from behind an occluder, entering late) is found there and followed back by backfill
+        last = self.t_len is not None and t == self.t_len - 1
+        scan = self.scanner is not None and (t % self.scan_every == 0 or last)
         if not (lost or key or scan or t % self.detect_every == 0 or not tracked):
             return []
         known = list(tracked)

@@ -83,7 +83,7 @@ def estimate_people(
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
-                                        detect_every=detect_every, scan=scan, scan_every=scan_every)
+                                        detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:

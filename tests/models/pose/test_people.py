@@ -109,3 +109,37 @@ def test_tiles_cover_the_frame():
     for x, y, s in tiles:
         cover[y:y + s, x:x + s] = True
     assert cover.all() and all(s == 163 for _, _, s in tiles)
+
+
+class _NoDetector:
+    def detect(self, frame):
+        return []
+
+    def detect_region(self, frame, *a, **k):
+        return []
+
+
+class _MarkerScanner:
+    """Finds a 'person' wherever the frame is bright (a stand-in for the landmark-model scan)."""
+
+    def scan(self, frame, known=(), full=False):
+        ys, xs = np.nonzero(frame[..., 0] > 200)
+        if not len(xs):
+            return []
+        x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+        d = _det([x0, y0, x1, y1])
+        d.mask, d.region, d.source = np.ones((y1 - y0, x1 - x0), np.float32), (x0, y0, x1, y1), "scan"
+        return [d]
+
+
+def test_a_person_who_appears_after_the_last_periodic_scan_is_found_on_the_last_frame():
+    """hard_occluded: the walker comes back from behind the counter at frame 41 of 48; the scans
+    at 0, 16, 32 never see them. The last frame is scanned too (backfill takes them back from there)."""
+    t_len = 24
+    frames = np.zeros((t_len, 40, 60, 3), np.uint8)
+    frames[18:, 5:35, 20:30] = 255  # appears at frame 18, after the scan at 16
+    disc = PersonDiscovery(_NoDetector(), scanner=_MarkerScanner(), roi_tracking=False, verify=False,
+                           tiles=False, scan_every=16, detect_every=4, t_len=t_len)
+    outs = [disc.push(f) for f in frames]
+    assert outs[-1].labels[20, 25] > 0
+    assert len(disc.tracker.tracks) == 1 and min(disc.tracker.tracks[0].frames) == t_len - 1
