@@ -78,7 +78,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
             backfill=bool(cfg.get("backfill", True)), faces=bool(cfg.get("faces", True)),
             min_visible_frames=min(int(cfg.get("min_visible_frames", 2)), t_len),  # one frame is a video too
-            max_gap=int(cfg.get("max_gap", 10)),
+            max_gap=int(cfg.get("max_gap", 10)), link_gap=int(cfg.get("link_gap", 48)),
             keyframe_every=int(cfg.get("keyframe_every", 10)), tiles=bool(cfg.get("tiles", False)),
             detect_every=int(cfg.get("detect_every", 4)), scan=bool(cfg.get("scan", True)),
             scan_every=cfg.get("scan_every"), detector=detector,

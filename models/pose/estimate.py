@@ -19,6 +19,7 @@ from anonymask.models.body.tracks import Camera, SMPLHTrack
 from anonymask.models.pose.fallback import box_track
 from anonymask.models.pose.fit import FitConfig, fit_track
 from anonymask.models.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
+from anonymask.models.pose.link import link_tracks
 
 #: how a track's avatar was obtained (``pose/kinds``)
 POSED, FALLBACK_BOX, FALLBACK_FACE = 0, 1, 2
@@ -61,6 +62,7 @@ def estimate_people(
     backfill: bool = True,
     faces: bool = True,
     detector=None,
+    link_gap: int = 48,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -77,6 +79,8 @@ def estimate_people(
     few frames (a close-up, a body the pose models miss), become face people (models/pose/faces.py):
     their selfie-segmentation region is painted as a new raw id and a neutral avatar anchored on
     the face covers them (FALLBACK_FACE). ``result.instance_track`` maps raw ids to track indices.
+    Tracks that are one person lost behind an occluder for up to ``link_gap`` frames are linked
+    into one (models/pose/link.py; several raw ids then map to one track; 0 turns it off).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -96,10 +100,14 @@ def estimate_people(
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)
     tracks, boxes, gaps, kinds, diag = [], [], [], [], {}
-    lut: list[int] = []
+    lut: list[int] = [-1] * len(raw)
     body = None
-    for frames_seen, kp2d, conf, world, bx in raw:
-        filled, gap = fill_gaps(bx, max_gap)
+    groups = link_tracks([r[4] for r in raw], (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw))]
+    diag["linked_tracks"] = float(sum(len(g) - 1 for g in groups))
+    for group in groups:
+        frames_seen, kp2d, conf, world, bx = _merged([raw[i] for i in group])
+        longest = max([max_gap] + [b - a - 1 for a, b in zip(frames_seen[:-1], frames_seen[1:])])
+        filled, gap = fill_gaps(bx, longest)
         if len(frames_seen) < need:
             # seen too briefly to pose: still replaced (a neutral avatar in their box), not erased
             body = body or _body()
@@ -112,7 +120,8 @@ def estimate_people(
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
         hold_end(tr, filled, gap, (h, w), max_gap)
-        lut.append(len(tracks))
+        for i in group:
+            lut[i] = len(tracks)
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
         tracks.append(tr)
         boxes.append(filled)
@@ -166,6 +175,20 @@ def estimate_people(
     res.gap = np.stack(gaps)
     res.kinds = kinds_arr
     return res
+
+
+def _merged(parts: list[tuple]) -> tuple:
+    """One raw track from several linked ones (disjoint in time): frames united, arrays summed
+    (each frame holds values from one part only, zeros or NaN elsewhere)."""
+    if len(parts) == 1:
+        return parts[0]
+    frames = sorted(t for p in parts for t in p[0])
+    kp, conf, world = (sum(p[k] for p in parts) for k in (1, 2, 3))
+    boxes = parts[0][4].copy()
+    for p in parts[1:]:
+        seen = np.isfinite(p[4][:, 0])
+        boxes[seen] = p[4][seen]
+    return frames, kp, conf, world, boxes
 
 
 def _body():
