@@ -143,3 +143,27 @@ def test_a_person_who_appears_after_the_last_periodic_scan_is_found_on_the_last_
     outs = [disc.push(f) for f in frames]
     assert outs[-1].labels[20, 25] > 0
     assert len(disc.tracker.tracks) == 1 and min(disc.tracker.tracks[0].frames) == t_len - 1
+
+
+def _body_landmarks(shoulder_half: float, torso: float = 40.0, leg: float = 60.0) -> Detection:
+    """Landmarks of an upright body: shoulders at y=40, hips 'torso' below, ankles 'leg' further."""
+    kp = np.zeros((33, 2), np.float32)
+    kp[:, 0] = 100.0
+    kp[11], kp[12] = (100 - shoulder_half, 40), (100 + shoulder_half, 40)
+    kp[23], kp[24] = (92, 40 + torso), (108, 40 + torso)
+    kp[25], kp[26] = (92, 40 + torso + leg / 2), (108, 40 + torso + leg / 2)
+    kp[27], kp[28] = (92, 40 + torso + leg), (108, 40 + torso + leg)
+    box = np.array([100 - shoulder_half, 20, 100 + shoulder_half, 40 + torso + leg], np.float32)
+    return Detection(box, kp, np.ones(33, np.float32), np.zeros((33, 3), np.float32), np.ones((4, 4), np.float32),
+                     (0, 0, 4, 4), 1.0, "scan")
+
+
+def test_scan_rejects_a_body_whose_shoulders_are_much_wider_than_its_torso_is_long():
+    """The landmark model drew a squat 'person' on hard_enter_leave's motorcycle tank (shoulders
+    2.7x the torso; the selfie segmentation agreed): held in place, it became a second avatar and
+    a box removed over the motorcycle. People measure 0.1-0.6, a kick 1.1-1.4."""
+    from anonymask.models.pose.scan import _plausible_body
+
+    assert _plausible_body(_body_landmarks(12.0), 400)  # 0.6: frontal
+    assert _plausible_body(_body_landmarks(28.0), 400)  # 1.4: a kick seen from the front
+    assert not _plausible_body(_body_landmarks(55.0), 400)  # 2.75: the motorcycle tank
