@@ -127,6 +127,7 @@ class PersonDiscovery:
                  limbs: bool = True, t_len: int | None = None):
         self.detector = detector or PeopleDetector()
         self.t_len = None if t_len is None else int(t_len)
+        self.backfill_iou = 0.2
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
         self.tile_frac = float(tile_frac)
@@ -342,7 +343,11 @@ class PersonDiscovery:
                     tt = a + k
                     d, nxt, _ = self.roi.track(frames[k], roi)
                     others = [o.frames[tt] for o in self.tracker.tracks if o is not tr and tt in o.frames]
-                    if d is None or any(same_person(o, d) for o in others):
+                    # a person does not jump between two frames: a region that slid onto something
+                    # else (the person half out of the frame, clutter beside them) ends the backfill
+                    nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
+                    if (d is None or any(same_person(o, d) for o in others)
+                            or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)):
                         roi = None
                         break
                     d.source = "back"

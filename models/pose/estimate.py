@@ -120,6 +120,7 @@ def estimate_people(
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
         hold_end(tr, filled, gap, (h, w), max_gap)
+        extend_at_border(tr, filled, gap, (h, w), max_gap)
         for i in group:
             lut[i] = len(tracks)
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
@@ -217,3 +218,42 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
         arr = getattr(track, key)
         arr[last + 1 : end] = arr[last]
     track.valid[last + 1 : end] = True
+
+
+def _at_border(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
+    h, w = hw
+    return bool(box[0] < edge * w or box[1] < edge * h or box[2] > (1 - edge) * w or box[3] > (1 - edge) * h)
+
+
+def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
+                     edge: float = 0.03, k: int = 5) -> None:
+    """A person entering or leaving through a border is partly in the frame for a few frames
+    before the landmark model finds them and after it lets them go (hard_enter_leave: a quarter of
+    a body at the edge, 4% of all person pixels shown). A track whose first (last) box touches a
+    border is extended backwards (forwards) for up to ``frames`` frames, its box moving on with
+    the mean velocity of its first (last) ``k`` seen frames, until the box has left the frame; the
+    avatar moves with it (translation extrapolated, pose held). The frames count as bridged
+    (segment removes the box). In place, on the track, its boxes and gaps."""
+    h, w = hw
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    if seen.size == 0:
+        return
+    for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):
+        if not _at_border(boxes[end], hw, edge):
+            continue
+        ref = seen[-k:] if step > 0 else seen[:k]
+        span = max(1, int(ref[-1] - ref[0]))
+        v_box = (boxes[ref[-1]] - boxes[ref[0]]) / span * step
+        v_tr = (track.transl[ref[-1]] - track.transl[ref[0]]) / span * step
+        for n in range(1, int(frames) + 1):
+            t = end + step * n
+            if t < 0 or t >= len(boxes) or np.isfinite(boxes[t, 0]):
+                break
+            b = boxes[end] + n * v_box
+            if b[2] <= 0 or b[0] >= w or b[3] <= 0 or b[1] >= h:
+                break  # gone
+            boxes[t], gap[t] = b, True
+            for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):
+                getattr(track, key)[t] = getattr(track, key)[end]
+            track.transl[t] = track.transl[end] + n * v_tr
+            track.valid[t] = True

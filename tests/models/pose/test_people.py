@@ -167,3 +167,31 @@ def test_scan_rejects_a_body_whose_shoulders_are_much_wider_than_its_torso_is_lo
     assert _plausible_body(_body_landmarks(12.0), 400)  # 0.6: frontal
     assert _plausible_body(_body_landmarks(28.0), 400)  # 1.4: a kick seen from the front
     assert not _plausible_body(_body_landmarks(55.0), 400)  # 2.75: the motorcycle tank
+
+
+class _ScriptedRoi:
+    """Region tracking that returns, for a frame whose pixels hold its index, a scripted box."""
+
+    def __init__(self, boxes):
+        self.boxes = boxes
+
+    def track(self, frame, roi, min_score=None):
+        b = self.boxes.get(int(frame[0, 0, 0]))
+        return (None, None, 0.0) if b is None else (_det(b), (0.0, 0.0, 10.0, 0.0), 1.0)
+
+
+def test_backfill_stops_where_the_region_jumps_off_the_person():
+    """hard_enter_leave: followed back from frame 7 (half out of the left border), the region slid
+    onto the motorcycle in frame 6; that box is not the person (and hid the border from the
+    extension that removes the rest of them)."""
+    from anonymask.models.pose.discover import _Track
+
+    frames = np.stack([np.full((4, 4, 3), t, np.uint8) for t in range(10)])
+    disc = PersonDiscovery(_NoDetector(), scan=False, roi_tracking=False, verify=False, t_len=10)
+    disc.roi = _ScriptedRoi({6: [0, 50, 36, 190], 5: [60, 76, 130, 153], 4: [62, 76, 132, 153]})
+    tr = _Track(0)
+    for t in range(7, 10):
+        tr.add(t, _det([0, 50, 40 + 4 * (t - 7), 190]))
+    disc.tracker.tracks = [tr]
+    got = [t for t, _, _ in disc.backfill(lambda a, b: frames[a:b], 10)]
+    assert got == [6] and sorted(tr.frames) == [6, 7, 8, 9]
