@@ -179,16 +179,15 @@ def estimate_people(
 
 
 def _merged(parts: list[tuple]) -> tuple:
-    """One raw track from several linked ones (disjoint in time): frames united, arrays summed
-    (each frame holds values from one part only, zeros or NaN elsewhere)."""
+    """One raw track from several linked ones in time order: a later part's frames replace an
+    earlier part's (they may share the frame where one hands over to the next)."""
     if len(parts) == 1:
         return parts[0]
-    frames = sorted(t for p in parts for t in p[0])
-    kp, conf, world = (sum(p[k] for p in parts) for k in (1, 2, 3))
-    boxes = parts[0][4].copy()
+    kp, conf, world, boxes = (parts[0][k].copy() for k in (1, 2, 3, 4))
     for p in parts[1:]:
         seen = np.isfinite(p[4][:, 0])
-        boxes[seen] = p[4][seen]
+        kp[seen], conf[seen], world[seen], boxes[seen] = p[1][seen], p[2][seen], p[3][seen], p[4][seen]
+    frames = sorted({t for p in parts for t in p[0]})
     return frames, kp, conf, world, boxes
 
 

@@ -61,3 +61,13 @@ def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_tra
     assert np.isfinite(res.boxes[0, :, 0]).all()  # removed (as a box) behind the counter too
     assert res.gap[0, 16:43].all() and not res.gap[0, :16].any()
     assert res.diagnostics["linked_tracks"] == 1.0
+
+
+def test_a_track_that_takes_over_in_the_frame_the_other_ends_is_the_same_person():
+    """s03_a03_r01: the tracker lost the kicking person at frame 19 and a new track found them in
+    that same frame: two avatars (one held in place) for one person."""
+    a, b = _walk(48, [(0, 19)]), _walk(48, [(19, 47)])
+    b[19] += [2, 0, 2, 0]
+    assert link_tracks([a, b], HW, 48) == [[0, 1]]
+    elsewhere = _walk(48, [(19, 47)], x0=150.0)  # someone else appearing in that frame
+    assert link_tracks([a, elsewhere], HW, 48) == [[0], [1]]
