@@ -49,17 +49,19 @@ class PoseOutput:
 
 
 @register("pose4d", "mediapipe", limits={
-    "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
+    "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
     "scan_every": {"ge": 1}, "iterations": {"ge": 1}})
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
     def __init__(self, detector: str = "mediapipe", detector_options: dict[str, Any] | None = None,
-                 min_visible_frames: int = 2, max_gap: int = 10, keyframe_every: int = 10, tiles: bool = False,
+                 min_visible_frames: int = 2, max_gap: int = 10, link_gap: int = 48, keyframe_every: int = 10,
+                 tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150):
         self.detector, self.detector_options = detector, dict(detector_options or {})
-        self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, keyframe_every=keyframe_every,
+        self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
+                            keyframe_every=keyframe_every,
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
                             backfill=backfill, faces=faces)
         self.iterations = iterations

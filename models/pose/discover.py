@@ -124,8 +124,10 @@ class PersonDiscovery:
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
-                 limbs: bool = True):
+                 limbs: bool = True, t_len: int | None = None):
         self.detector = detector or PeopleDetector()
+        self.t_len = None if t_len is None else int(t_len)
+        self.backfill_iou = 0.2
         self.keyframe_every = max(1, int(keyframe_every))
         self.detect_every = max(1, int(detect_every))
         self.tile_frac = float(tile_frac)
@@ -192,6 +194,17 @@ class PersonDiscovery:
             held.append(tr.tid)
         return held
 
+    def _vanished(self, t: int, w: int, h: int, edge: float = 0.03) -> list[float]:
+        """Box heights of the tracks lost before frame t - 1 with their last box inside the frame
+        (not at a border: they did not leave)."""
+        out = []
+        for tr in self.tracker.tracks:
+            b = tr.box
+            if tr.last_t < t - 1 and b is not None and b[0] >= edge * w and b[1] >= edge * h \
+                    and b[2] <= (1 - edge) * w and b[3] <= (1 - edge) * h:
+                out.append(float(b[3] - b[1]))
+        return out
+
     def _verified(self, frame: np.ndarray, d: Detection) -> bool:
         ok = self.verify.ok(self.verify(frame, d))
         if not ok:
@@ -234,9 +247,20 @@ class PersonDiscovery:
         """Steps 2-3: new people (and lost ones) that no followed track explains."""
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
-        scan = self.scanner is not None and t % self.scan_every == 0
-        if not (lost or key or scan or t % self.detect_every == 0 or not tracked):
-            return []
+        # the last frame is scanned too when someone vanished inside the frame and was not found
+        # again: a person back from behind an occluder after the last periodic scan is found there
+        # and followed back by backfill. Only then, and only people of the vanished one's size are
+        # kept: every scan may also find a hallucination, or a close-up's body that would take
+        # the face from the face-anchored avatar that covers it (hard_closeup)
+        periodic = self.scanner is not None and t % self.scan_every == 0
+        vanished = self._vanished(t, w, h) if self.t_len is not None and t == self.t_len - 1 else []
+        scan = periodic or (self.scanner is not None and bool(vanished))
+        if not (lost or key or periodic or t % self.detect_every == 0 or not tracked):
+            if not scan:
+                return []
+            known = list(tracked)
+            return [d for d in self.scanner.scan(frame, known, full=True)
+                    if not _known(d, known) and any(1 / 1.5 <= d.height / hv <= 1.5 for hv in vanished)]
         known = list(tracked)
         # a detection that holds most of a followed person's mask is that person drawn wrongly
         # (the detector sometimes lays a body over an object next to them), not someone new
@@ -273,7 +297,9 @@ class PersonDiscovery:
         if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
             # the whole grid when someone was lost since the last scan and is still not found
             full = any(t - tr.last_t > 0 for tr in self.tracker.live(t))
-            dets += [d for d in self.scanner.scan(frame, known + dets, full=full) if not _known(d, known + dets)]
+            dets += [d for d in self.scanner.scan(frame, known + dets, full=full or not periodic)
+                     if not _known(d, known + dets)
+                     and (periodic or any(1 / 1.5 <= d.height / hv <= 1.5 for hv in vanished))]
         return dets
 
     def push(self, frame: np.ndarray) -> FrameOutput:
@@ -338,7 +364,11 @@ class PersonDiscovery:
                     tt = a + k
                     d, nxt, _ = self.roi.track(frames[k], roi)
                     others = [o.frames[tt] for o in self.tracker.tracks if o is not tr and tt in o.frames]
-                    if d is None or any(same_person(o, d) for o in others):
+                    # a person does not jump between two frames: a region that slid onto something
+                    # else (the person half out of the frame, clutter beside them) ends the backfill
+                    nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
+                    if (d is None or any(same_person(o, d) for o in others)
+                            or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)):
                         roi = None
                         break
                     d.source = "back"

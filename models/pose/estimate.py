@@ -19,6 +19,7 @@ from anonymask.models.body.tracks import Camera, SMPLHTrack
 from anonymask.models.pose.fallback import box_track
 from anonymask.models.pose.fit import FitConfig, fit_track
 from anonymask.models.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
+from anonymask.models.pose.link import link_tracks
 
 #: how a track's avatar was obtained (``pose/kinds``)
 POSED, FALLBACK_BOX, FALLBACK_FACE = 0, 1, 2
@@ -61,6 +62,7 @@ def estimate_people(
     backfill: bool = True,
     faces: bool = True,
     detector=None,
+    link_gap: int = 48,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -77,13 +79,15 @@ def estimate_people(
     few frames (a close-up, a body the pose models miss), become face people (models/pose/faces.py):
     their selfie-segmentation region is painted as a new raw id and a neutral avatar anchored on
     the face covers them (FALLBACK_FACE). ``result.instance_track`` maps raw ids to track indices.
+    Tracks that are one person lost behind an occluder for up to ``link_gap`` frames are linked
+    into one (models/pose/link.py; several raw ids then map to one track; 0 turns it off).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
-                                        detect_every=detect_every, scan=scan, scan_every=scan_every)
+                                        detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:
@@ -96,10 +100,14 @@ def estimate_people(
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)
     tracks, boxes, gaps, kinds, diag = [], [], [], [], {}
-    lut: list[int] = []
+    lut: list[int] = [-1] * len(raw)
     body = None
-    for frames_seen, kp2d, conf, world, bx in raw:
-        filled, gap = fill_gaps(bx, max_gap)
+    groups = link_tracks([r[4] for r in raw], (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw))]
+    diag["linked_tracks"] = float(sum(len(g) - 1 for g in groups))
+    for group in groups:
+        frames_seen, kp2d, conf, world, bx = _merged([raw[i] for i in group])
+        longest = max([max_gap] + [b - a - 1 for a, b in zip(frames_seen[:-1], frames_seen[1:])])
+        filled, gap = fill_gaps(bx, longest)
         if len(frames_seen) < need:
             # seen too briefly to pose: still replaced (a neutral avatar in their box), not erased
             body = body or _body()
@@ -112,7 +120,9 @@ def estimate_people(
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
         hold_end(tr, filled, gap, (h, w), max_gap)
-        lut.append(len(tracks))
+        extend_at_border(tr, filled, gap, (h, w), max_gap)
+        for i in group:
+            lut[i] = len(tracks)
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
         tracks.append(tr)
         boxes.append(filled)
@@ -168,6 +178,19 @@ def estimate_people(
     return res
 
 
+def _merged(parts: list[tuple]) -> tuple:
+    """One raw track from several linked ones in time order: a later part's frames replace an
+    earlier part's (they may share the frame where one hands over to the next)."""
+    if len(parts) == 1:
+        return parts[0]
+    kp, conf, world, boxes = (parts[0][k].copy() for k in (1, 2, 3, 4))
+    for p in parts[1:]:
+        seen = np.isfinite(p[4][:, 0])
+        kp[seen], conf[seen], world[seen], boxes[seen] = p[1][seen], p[2][seen], p[3][seen], p[4][seen]
+    frames = sorted({t for p in parts for t in p[0]})
+    return frames, kp, conf, world, boxes
+
+
 def _body():
     from anonymask.models.body.model import get_body_model
 
@@ -194,3 +217,42 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
         arr = getattr(track, key)
         arr[last + 1 : end] = arr[last]
     track.valid[last + 1 : end] = True
+
+
+def _at_border(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
+    h, w = hw
+    return bool(box[0] < edge * w or box[1] < edge * h or box[2] > (1 - edge) * w or box[3] > (1 - edge) * h)
+
+
+def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
+                     edge: float = 0.03, k: int = 5) -> None:
+    """A person entering or leaving through a border is partly in the frame for a few frames
+    before the landmark model finds them and after it lets them go (hard_enter_leave: a quarter of
+    a body at the edge, 4% of all person pixels shown). A track whose first (last) box touches a
+    border is extended backwards (forwards) for up to ``frames`` frames, its box moving on with
+    the mean velocity of its first (last) ``k`` seen frames, until the box has left the frame; the
+    avatar moves with it (translation extrapolated, pose held). The frames count as bridged
+    (segment removes the box). In place, on the track, its boxes and gaps."""
+    h, w = hw
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    if seen.size == 0:
+        return
+    for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):
+        if not _at_border(boxes[end], hw, edge):
+            continue
+        ref = seen[-k:] if step > 0 else seen[:k]
+        span = max(1, int(ref[-1] - ref[0]))
+        v_box = (boxes[ref[-1]] - boxes[ref[0]]) / span * step
+        v_tr = (track.transl[ref[-1]] - track.transl[ref[0]]) / span * step
+        for n in range(1, int(frames) + 1):
+            t = end + step * n
+            if t < 0 or t >= len(boxes) or np.isfinite(boxes[t, 0]):
+                break
+            b = boxes[end] + n * v_box
+            if b[2] <= 0 or b[0] >= w or b[3] <= 0 or b[1] >= h:
+                break  # gone
+            boxes[t], gap[t] = b, True
+            for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):
+                getattr(track, key)[t] = getattr(track, key)[end]
+            track.transl[t] = track.transl[end] + n * v_tr
+            track.valid[t] = True

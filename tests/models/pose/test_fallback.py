@@ -62,3 +62,31 @@ def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
     g2 = np.zeros(10, bool)
     hold_end(SMPLHTrack.rest(0, 10), edge, g2, (240, 320), frames=3)
     assert not g2.any() and np.isnan(edge[6:]).all()
+
+
+def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and_entering_likewise():
+    """hard_enter_leave: the walker is a quarter body at the right edge for 7 frames after the
+    landmark model lets them go (and at the left edge before it finds them)."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import extend_at_border
+
+    def walker(frames, x_first):  # 80 px wide, walking right at 20 px/frame
+        b = np.full((20, 4), np.nan, np.float32)
+        for n, t in enumerate(frames):
+            b[t] = [x_first + 20 * n, 50, x_first + 20 * n + 80, 150]
+        tr = SMPLHTrack.rest(0, 20)
+        tr.valid[:] = np.isfinite(b[:, 0])
+        tr.transl[:] = np.arange(20)[:, None] * [0.1, 0, 0] + [0, 0, 3]
+        return b, np.zeros(20, bool), tr
+
+    b, gap, tr = walker(range(4, 12), 100)  # leaves: x 240..320 in frame 11
+    extend_at_border(tr, b, gap, (240, 320), frames=10)
+    assert gap.tolist() == [False] * 12 + [True] * 3 + [False] * 5  # until x0 reaches 320
+    assert tr.valid[12:15].all() and not tr.valid[15:].any()
+    assert np.allclose(b[14], [300, 50, 380, 150]) and np.isclose(tr.transl[14, 0], 1.4)
+    b, gap, tr = walker(range(5, 13), -40)  # enters: x -40..40 in frame 5
+    extend_at_border(tr, b, gap, (240, 320), frames=10)
+    assert gap.tolist() == [False] * 4 + [True] + [False] * 15 and np.allclose(b[4], [-60, 50, 20, 150])
+    b, gap, tr = walker(range(5, 13), 60)  # inside the frame at both ends: nothing to extend
+    extend_at_border(tr, b, gap, (240, 320), frames=10)
+    assert not gap.any()

@@ -1,0 +1,73 @@
+"""A person lost behind an occluder for longer than the tracker's gap is one track, not two."""
+
+import numpy as np
+
+from anonymask.models.pose.discover import FrameOutput
+from anonymask.models.pose.estimate import estimate_people
+from anonymask.models.pose.link import link_tracks
+
+HW = (192, 256)
+
+
+def _walk(t_len, spans, x0=36.0, vx=3.3, y=(57.0, 140.0), w=30.0):
+    """(T,4) boxes of a walker (hard_occluded: left to right at 3.3 px/frame), NaN outside ``spans``."""
+    b = np.full((t_len, 4), np.nan, np.float32)
+    for a, e in spans:
+        for t in range(a, e + 1):
+            b[t] = (x0 + vx * t, y[0], x0 + vx * t + w, y[1])
+    return b
+
+
+def test_a_walker_lost_behind_a_counter_is_linked_to_the_track_that_finds_them_again():
+    """The hard_occluded case: seen in frames 0-15, behind the counter until 42, found at 43."""
+    walker = _walk(48, [(0, 15)]), _walk(48, [(43, 47)])
+    assert link_tracks(list(walker), HW, 48) == [[0, 1]]
+    # too long a gap, or found somewhere they could not have walked to: two people
+    assert link_tracks(list(walker), HW, 20) == [[0], [1]]
+    far = _walk(48, [(20, 47)], x0=134.0)  # 1.4 heights away 5 frames later (walking: 0.15)
+    assert link_tracks([walker[0], far], HW, 48) == [[0], [1]]
+    # a track that ends at the border left the frame: not linked to someone entering later
+    left = _walk(48, [(0, 15)], x0=-60.0, vx=-1.0)
+    assert link_tracks([left, walker[1]], HW, 48) == [[0], [1]]
+
+
+class _FakeDiscovery:
+    """Stands in for PersonDiscovery: the two raw tracks of one walker, no frames to look at."""
+
+    def __init__(self, boxes):
+        self.boxes = boxes
+        self.sources = {}
+
+    def push(self, frame):
+        h, w = frame.shape[:2]
+        return FrameOutput(np.zeros((h, w), np.uint16), np.zeros((h, w), np.float32))
+
+    def tracks(self, t_len):
+        out = []
+        for b in self.boxes:
+            seen = np.nonzero(np.isfinite(b[:, 0]))[0]
+            out.append((seen.tolist(), np.zeros((t_len, 33, 2), np.float32), np.zeros((t_len, 33), np.float32),
+                        np.zeros((t_len, 33, 3), np.float32), b))
+        return out
+
+
+def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_track(body):
+    t_len = 48
+    disc = _FakeDiscovery([_walk(t_len, [(0, 15)]), _walk(t_len, [(43, 47)])])
+    frames = np.zeros((t_len, *HW, 3), np.uint8)
+    res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), discovery=disc,
+                          min_visible_frames=t_len, faces=False)  # box avatars: nothing to fit here
+    assert len(res.tracks) == 1 and res.instance_track.tolist() == [0, 0]
+    assert np.isfinite(res.boxes[0, :, 0]).all()  # removed (as a box) behind the counter too
+    assert res.gap[0, 16:43].all() and not res.gap[0, :16].any()
+    assert res.diagnostics["linked_tracks"] == 1.0
+
+
+def test_a_track_that_takes_over_in_the_frame_the_other_ends_is_the_same_person():
+    """s03_a03_r01: the tracker lost the kicking person at frame 19 and a new track found them in
+    that same frame: two avatars (one held in place) for one person."""
+    a, b = _walk(48, [(0, 19)]), _walk(48, [(19, 47)])
+    b[19] += [2, 0, 2, 0]
+    assert link_tracks([a, b], HW, 48) == [[0, 1]]
+    elsewhere = _walk(48, [(19, 47)], x0=150.0)  # someone else appearing in that frame
+    assert link_tracks([a, elsewhere], HW, 48) == [[0], [1]]
