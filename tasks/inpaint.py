@@ -1,6 +1,11 @@
 """Stage ``inpaint``: remove every person (the grown mask q) -> ``inpainted`` (x_dot), streamed over
 windows of frames. Records ``background_psnr_db`` on the ground-truth person pixels vs the clean
-background."""
+background.
+
+Memory is one window of ``window`` (64) frames plus ``context`` (16) either side, and (temporal
+median) a sample of ``sample_frames`` (96) frames spread over the video, whatever its length;
+``inpainted`` is written shard by shard. A video of at most ``window + 2 * context`` frames is one
+window (the median over the whole video); see models/inpaint/backends.py for longer ones."""
 
 from __future__ import annotations
 
@@ -9,18 +14,21 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES
 from anonymask.tasks.common import stage
-from anonymask.tasks.pose4d import WINDOW
+
+#: keys of the stage's config that set the streaming, not the backend
+STREAM_KEYS = ("backend", "window", "context", "sample_frames")
 
 
 @stage("inpaint", deps=("ingest", "segment"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.inpaint.backends import get_inpainter, inpaint_stream
 
-    params = {k: v for k, v in cfg.items() if k != "backend"}
+    params = {k: v for k, v in cfg.items() if k not in STREAM_KEYS}
+    stream = {k: int(cfg[k]) for k in ("context", "sample_frames") if k in cfg}
     raw, hole = entry.array("raw"), entry.array("person_hole")
     t_len = raw.shape[0]
-    out = entry.create_array("inpainted", raw.shape, np.uint8)
     has_gt = entry.has_array("gt/background")
     bg = entry.read("gt/background") if has_gt else None
     se = [0.0, 0]
@@ -29,15 +37,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         return np.asarray(raw[a:b]), np.asarray(hole[a:b])
 
     def write(t0, frames):
-        out[t0 : t0 + len(frames)] = frames
+        out.write(frames)  # windows arrive in order
         if has_gt:
             m = entry.read("gt/person_mask", slice(t0, t0 + len(frames))).astype(bool)
             d = frames[m].astype(np.float64) - np.broadcast_to(bg, frames.shape)[m]
             se[0] += float((d**2).sum())
             se[1] += d.size
 
-    inpaint_stream(get_inpainter(cfg.get("backend", "temporal_median"), **params), read, t_len, write, WINDOW)
-    w.add_written("inpainted")
+    with w.frames("inpainted", raw.shape[1:], np.uint8, t_len) as out:
+        inpaint_stream(get_inpainter(cfg.get("backend", "temporal_median"), **params), read, t_len, write,
+                       int(cfg.get("window", WINDOW_FRAMES)), **stream)
     if has_gt and se[1]:
         mse = se[0] / se[1]
         w.metric(background_psnr_db=float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse))

@@ -22,19 +22,17 @@ import numpy as np
 
 from anonymask.errors import NoPersonError, UnposablePersonError
 from anonymask.models.pose.keypoints import BODY_JOINTS
-from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
+from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks_io import has_tracks, read_tracks, write_tracks
+from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks
 from anonymask.tasks.common import stage
 
-#: frames per window of streamed stages (a multiple of the store's chunk length)
-WINDOW = 4 * CLIP_FRAMES
 
-
-def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW):
-    """(t0, frames) for consecutive windows of an array: bounded memory over long videos."""
-    arr = entry.array(name)
-    for t0 in range(0, arr.shape[0], window):
-        yield t0, np.asarray(arr[t0 : t0 + window])
+def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRAMES):
+    """(t0, frames) for consecutive windows of an array: bounded memory over long videos.
+    Discovery takes frames one at a time, so the window size changes nothing but memory."""
+    for win, frames in iter_blocks(entry.array(name), window):
+        yield win.start, frames
 
 
 @stage("pose4d", deps=("ingest",))
@@ -74,7 +72,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         detector = get_detector(det_name, **(cfg.get("detector_options") or {}))
         try:
             res = estimate_people(
-            frame_windows(entry), (t_len, h, wd), get_body_model().rest_joints(), write_window,
+            frame_windows(entry, window=int(cfg.get("window", WINDOW_FRAMES))), (t_len, h, wd), get_body_model().rest_joints(), write_window,
             read_frames=lambda a, b: np.asarray(raw[a:b]), paint_frame=paint_frame,
             backfill=bool(cfg.get("backfill", True)), faces=bool(cfg.get("faces", True)),
             min_visible_frames=min(int(cfg.get("min_visible_frames", 2)), t_len),  # one frame is a video too
