@@ -144,3 +144,28 @@ def test_segment_still_regions_do_not_depend_on_the_window(tiny_anonymized, tmp_
         grown += int(a["person_hole"].sum())
     base = DatasetStore.open(tiny_anonymized)
     assert grown > sum(int(base.video(v).read("person_hole").sum()) for v in base.video_ids())  # blocks mattered
+
+
+@pytest.mark.slow
+def test_pose4d_window_does_not_change_tracks(tmp_path):
+    """pose4d (MediaPipe discovery, back-filling, face search) streams ``raw`` in windows; people
+    are followed frame by frame, so windows of 5 frames give exactly the arrays of one window."""
+    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.tasks.common import execute_stage
+
+    root = tmp_path / "raw"
+    generate_demo(root, preset="tiny", seed=0, width=256, height=192, frames=20, supersample=1)
+    outs = {}
+    for win in (5, 64):
+        cfg = pipeline_config("demo", {"pose4d": {"window": win}})
+        url = str(tmp_path / f"w{win}.zarr")
+        s = DatasetStore.create(url, "demo", source=str(root), stages=ORDER, config=cfg)
+        s.register_videos([i for i in get_adapter("demo", root).records() if i.video_id == "s01s02_a02_r01"])
+        for name in ("ingest", "pose4d"):
+            execute_stage(url, "s01s02_a02_r01", name, cfg)
+        outs[win] = {k: v for k, v in arrays(DatasetStore.open(url).video("s01s02_a02_r01")).items()
+                     if k.startswith("pose/")}
+    assert outs[64]["pose/instances"].any()  # someone was found
+    assert outs[5].keys() == outs[64].keys()
+    for k, v in outs[64].items():
+        np.testing.assert_array_equal(outs[5][k], v, err_msg=k)
