@@ -110,31 +110,39 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             a0, a1, t0, t1 = win.start, win.stop, win.core_start, win.core_stop
             seg_prob, filled = probs(a0, a1)
             sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
-            owners = [sil[:, j] for j in range(n)]
-            if has_inst and n:
-                inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut)
-                owners = [o | (inst == j) for j, o in enumerate(owners)]
+            inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut) if has_inst and n else None
+            # only the people in this window: on a long video most tracks are elsewhere in time, and
+            # a track with no pixels in the window has an all-zero mask here (same result, less memory)
+            active = [j for j in range(n) if sil[:, j].any() or (inst is not None and (inst == j).any())]
+            owners = [sil[:, j] | (inst == j) if inst is not None else sil[:, j] for j in active]
+            if inst is not None:
                 core = slice(t0 - a0, t1 - a0)
-                for j in range(n):
+                for j in active:
                     mine = inst[core] == j
                     inst_px[j] += int(mine.sum())
                     inst_cov[j] += int((mine & grow(sil[core, j], int(cfg.get("replace_margin", 3)))).sum())
+            del sil
             if static_px > 0:
                 def read(c0, c1, have=filled, a0=a0, a1=a1):  # the window's frames when they cover the block
                     return have[c0 - a0 : c1 - a0] if a0 <= c0 and c1 <= a1 else probs(c0, c1)[1]
 
                 filled = stills.apply(filled, a0, read)
-            pm = build_person_masks(filled, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
+            pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole)
             core = slice(t0 - a0, t1 - a0)
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))
             if track_arr is not None:
-                track_arr.write(np.stack([_to_u8(a[core]) for a in pm.track_alphas], axis=1))
+                block = np.zeros((t1 - t0, n, h, wd), np.uint8)
+                for j, a in zip(active, pm.track_alphas):
+                    block[:, j] = _to_u8(a[core])
+                track_arr.write(block)
+                del block
             hole_px += int(pm.hole[core].sum())
             if has_gt:
                 gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
-                before = person_mask(seg_prob[core], [o[core] for o in owners] if n and avatar_in_hole else None, thr)
+                before = person_mask(seg_prob[core], [o[core] for o in owners] if active and avatar_in_hole else None,
+                                     thr)
                 inter += int((before & gt).sum())
                 union += int((before | gt).sum())
                 gt_px += int(gt.sum())
