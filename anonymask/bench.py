@@ -156,6 +156,30 @@ def _pipeline(quick: bool) -> dict[str, Any]:
     }
 
 
+#: NTU RGB+D 60: videos in the dataset
+NTU60_VIDEOS = 56_880
+#: an assumption, not a measurement: mean frames per NTU-60 video (clips run ~1-10 s at 30 fps;
+#: the skeleton files hold at most 300 frames). Replace with the dataset's own mean when you have it.
+NTU60_ASSUMED_FRAMES = 90
+
+
+def ntu60_projection(seconds_per_frame: float, frames_per_video: float = NTU60_ASSUMED_FRAMES,
+                     workers: tuple[int, ...] = (1, 8, 32, 128)) -> dict[str, Any]:
+    """Hours to anonymize NTU-60 on N workers from a measured cost per frame of one worker.
+
+    Assumes what the measurement cannot show: every worker as fast as the measured one (one video
+    per worker, no shared-core contention), perfect scaling over videos (they are independent),
+    and store I/O that keeps up. ``seconds_per_frame`` should come from frames at NTU's ingest
+    size (640x360 after ``ingest.max_side``)."""
+    per_video = float(seconds_per_frame) * float(frames_per_video)
+    return {
+        "videos": NTU60_VIDEOS, "frames_per_video_assumed": frames_per_video,
+        "seconds_per_frame_per_worker": round(float(seconds_per_frame), 4),
+        "seconds_per_video_per_worker": round(per_video, 2),
+        "hours": {str(n): round(NTU60_VIDEOS * per_video / n / 3600.0, 1) for n in workers},
+    }
+
+
 def _throughput(quick: bool) -> dict[str, Any]:
     """The anonymize flow on one set with the local runner and then the Dask runner (a LocalCluster
     of 2 worker processes), default offline backends: videos/hour and frames/s of each, in one run."""
@@ -164,7 +188,7 @@ def _throughput(quick: bool) -> dict[str, Any]:
     from anonymask.flows.anonymize import anonymize
     from anonymask.models.synthetic.generator import generate_demo
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"workers": 2}
     with tempfile.TemporaryDirectory() as d:
         preset = "tiny" if quick else "demo"
         root = generate_demo(Path(d) / "raw", preset=preset, seed=0)
@@ -193,6 +217,15 @@ def _throughput(quick: bool) -> dict[str, Any]:
             }
     if out.get("local", {}).get("seconds") and out.get("dask", {}).get("seconds"):
         out["dask_speedup"] = round(out["local"]["seconds"] / out["dask"]["seconds"], 2)
+    # per-worker cost per frame: the local runner is one worker; the Dask run kept 2 workers busy
+    for runner, busy in (("local", 1), ("dask", 2)):
+        r = out.get(runner, {})
+        if r.get("seconds") and r.get("frames"):
+            r["seconds_per_frame_per_worker"] = round(r["seconds"] * busy / r["frames"], 4)
+    spf = out.get("dask", {}).get("seconds_per_frame_per_worker") or out.get("local", {}).get(
+        "seconds_per_frame_per_worker")
+    if spf:
+        out["ntu60_projection_at_this_size"] = ntu60_projection(spf)
     return out
 
 

@@ -37,6 +37,7 @@ class IngestSettings(StageSettings):
 
 class Pose4dSettings(StageSettings):
     backend: str = "mediapipe"
+    window: int = _window()
 
 
 class MotionSettings(StageSettings):
@@ -65,10 +66,17 @@ class SegmentSettings(StageSettings):
     static_grow: int = Field(4, ge=0)
     static_frac: float = Field(0.8, gt=0.0, le=1.0)
     replace_margin: int = Field(3, ge=0, description="px an avatar may miss its person by (replaced_min)")
+    static_window: int = Field(WINDOW_FRAMES, ge=2, description="frames per block that decides who stands still")
+    window: int = _window()
 
 
 class InpaintSettings(StageSettings):
     backend: str = "temporal_median"
+    # a long video is inpainted window by window: these change results (the median of a window)
+    window: int = Field(WINDOW_FRAMES, ge=1, description="frames per window (a video up to window + 2 * "
+                                                         "context frames is one window)")
+    context: int = Field(16, ge=0, description="frames either side of a window its median also sees")
+    sample_frames: int = Field(96, ge=1, description="frames spread over the video for never-uncovered pixels")
 
 
 class MergeSettings(StageSettings):

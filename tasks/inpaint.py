@@ -1,6 +1,11 @@
 """Stage ``inpaint``: remove every person (the grown mask q) -> ``inpainted`` (x_dot), streamed over
 windows of frames. Records ``background_psnr_db`` on the ground-truth person pixels vs the clean
-background."""
+background.
+
+Memory is one window of ``window`` (64) frames plus ``context`` (16) either side, and (temporal
+median) a sample of ``sample_frames`` (96) frames spread over the video, whatever its length;
+``inpainted`` is written shard by shard. A video of at most ``window + 2 * context`` frames is one
+window (the median over the whole video); see models/inpaint/backends.py for longer ones."""
 
 from __future__ import annotations
 
@@ -10,7 +15,6 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.tasks.common import stage
-from anonymask.tasks.pose4d import WINDOW
 
 
 @stage("inpaint", deps=("ingest", "segment"))
@@ -20,7 +24,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 
     raw, hole = entry.array("raw"), entry.array("person_hole")
     t_len = raw.shape[0]
-    out = entry.create_array("inpainted", raw.shape, np.uint8)
     has_gt = entry.has_array("gt/background")
     bg = entry.read("gt/background") if has_gt else None
     se = [0.0, 0]
@@ -29,15 +32,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         return np.asarray(raw[a:b]), np.asarray(hole[a:b])
 
     def write(t0, frames):
-        out[t0 : t0 + len(frames)] = frames
+        out.write(frames)  # windows arrive in order
         if has_gt:
             m = entry.read("gt/person_mask", slice(t0, t0 + len(frames))).astype(bool)
             d = frames[m].astype(np.float64) - np.broadcast_to(bg, frames.shape)[m]
             se[0] += float((d**2).sum())
             se[1] += d.size
 
-    inpaint_stream(stage_backend("inpaint", cfg), read, t_len, write, WINDOW)
-    w.add_written("inpainted")
+    with w.frames("inpainted", raw.shape[1:], np.uint8, t_len) as out:
+        inpaint_stream(stage_backend("inpaint", cfg), read, t_len, write, cfg["window"], context=cfg["context"],
+                       sample_frames=cfg["sample_frames"])
     if has_gt and se[1]:
         mse = se[0] / se[1]
         w.metric(background_psnr_db=float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse))

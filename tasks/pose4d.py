@@ -22,18 +22,16 @@ import numpy as np
 
 from anonymask.models.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.models.pose.keypoints import BODY_JOINTS
-from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
+from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks
 from anonymask.tasks.common import stage
 
-#: frames per window of streamed stages (a multiple of the store's chunk length)
-WINDOW = 4 * CLIP_FRAMES
 
-
-def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW):
-    """(t0, frames) for consecutive windows of an array: bounded memory over long videos."""
-    arr = entry.array(name)
-    for t0 in range(0, arr.shape[0], window):
-        yield t0, np.asarray(arr[t0 : t0 + window])
+def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRAMES):
+    """(t0, frames) for consecutive windows of an array: bounded memory over long videos.
+    Discovery takes frames one at a time, so the window size changes nothing but memory."""
+    for win, frames in iter_blocks(entry.array(name), window):
+        yield win.start, frames
 
 
 @stage("pose4d", deps=("ingest",))
@@ -66,7 +64,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 
     io = PoseInputs(
         video_id=entry.video_id, source=str(entry.info.path or entry.video_id), shape=(t_len, h, wd),
-        windows=lambda: frame_windows(entry), read_frames=lambda a, b: np.asarray(raw[a:b]),
+        windows=lambda: frame_windows(entry, window=cfg["window"]), read_frames=lambda a, b: np.asarray(raw[a:b]),
         instance_outputs=instance_outputs,
         gt_tracks=(lambda: read_tracks(entry, "gt/pose")) if has_tracks(entry, "gt/pose") else None,
         skeleton=entry.info.extra.get("skeleton"), visible_faces=lambda: visible_faces(entry))

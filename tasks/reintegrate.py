@@ -40,14 +40,17 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
         for win in frame_windows(t_len, cfg["window"]):
             xd = np.asarray(x_dot[win.core])
-            if ids:
-                alphas_all = track_alphas(entry, win.core)
-                alphas = [alphas_all[j] for j in ids]
-                c = [np.asarray(a[win.core]) for a in crops]
-                b = [bx[win.core] for bx in boxes]
+            alphas_all = track_alphas(entry, win.core, tracks=set(ids)) if ids else []
+            # the tubelets with pixels in this window (the others change nothing here)
+            here = [k for k, j in enumerate(ids) if alphas_all[j] is not None]
+            if here:
+                alphas = [alphas_all[ids[k]] for k in here]
+                c = [np.asarray(crops[k][win.core]) for k in here]
+                b = [boxes[k][win.core] for k in here]
                 x_tilde = reintegrate(xd, c, b, alphas)
                 s = np.asarray(sil[win.core])
-                r = public_mask([s[:, j] for j in ids], alphas=alphas, boxes=b, crop_size=size)
+                r = public_mask([s[:, ids[k]] for k in here], alphas=alphas, boxes=b, crop_size=size)
+                del alphas, c, s
             else:
                 x_tilde, r = xd.copy(), np.zeros(xd.shape[:3], bool)
             out_x.write(x_tilde)

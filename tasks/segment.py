@@ -2,13 +2,18 @@
 
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
 by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
-feathered. Pixels in the mask in >= ``static_frac`` of a window's frames (someone standing still)
-get ``static_grow`` more pixels: the temporal median never sees past a still person's outline. Avatar silhouettes are not part of the hole
+feathered. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
+(64) frames (someone standing still) get ``static_grow`` more pixels in that block: the temporal
+median never sees past a still person's outline. Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
 there), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
 pixels nearest to that person's instance mask or avatar) for reintegration.
+
+Streamed: windows of ``window`` (64) frames plus ``unflicker`` frames of context are read, and
+the outputs are written shard by shard, so memory is one window whatever the video's length; the
+result is the same for any window size (blocks are fixed frame ranges).
 
 Metrics: ``person_fraction`` (q's share of the frame), ``replaced_min`` (the smallest share, over
 tracks, of a person's instance-mask pixels that their avatar (grown by ``replace_margin``) covers),
@@ -17,13 +22,14 @@ and with ground truth ``mask_iou`` (before growing) and ``removed_ratio`` (|q| /
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
-from anonymask.tasks.pose4d import WINDOW
 
 
 def _to_u8(alpha: np.ndarray) -> np.ndarray:
@@ -57,10 +63,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     avatar_in_hole = cfg["avatar_in_hole"]
     static_px, static_frac = cfg["static_grow"], cfg["static_frac"]
     raw = entry.array("raw")
+    t_len, h, wd = raw.shape[:3]
     segmenter = stage_backend("segment", cfg)
     inputs = SegmentInputs(frames=lambda a, z: np.asarray(raw[a:z]),
                            stored=lambda name, a, z: entry.read(name, slice(a, z)) if entry.has_array(name) else None)
-    t_len, h, wd = raw.shape[:3]
     sil_all = entry.array("render/track_masks")
     n = int(sil_all.shape[1])
     has_inst = entry.has_array("pose/instances")
@@ -72,54 +78,63 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
     grow_px = margin_pixels(cfg["grow"], boxes, cfg["grow_frac"], cfg["grow_min"], cfg["grow_max"])
     has_gt = entry.has_array("gt/person_mask")
-    hole_arr = entry.create_array("person_hole", (t_len, h, wd), bool)
-    mask_arr = entry.create_array("person_mask", (t_len, h, wd), np.uint8)
-    track_arr = entry.create_array("person_track_alphas", (t_len, n, h, wd), np.uint8) if n else None
     inter = union = hole_px = gt_px = 0
     inst_px = np.zeros(n, np.int64)
     inst_cov = np.zeros(n, np.int64)
-    for t0 in range(0, t_len, WINDOW):
-        t1 = min(t_len, t0 + WINDOW)
-        a0, a1 = max(0, t0 - b), min(t_len, t1 + b)  # context for unflicker
-        prob = np.asarray(segmenter.window_probability(inputs, a0, a1), np.float32)
-        sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
-        owners = [sil[:, j] for j in range(n)]
-        if has_inst and n:
-            inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut)
-            owners = [o | (inst == j) for j, o in enumerate(owners)]
+    win_frames, block, box_margin = cfg["window"], cfg["static_window"], cfg["box_margin"]
+
+    def probs(a0: int, a1: int) -> tuple[np.ndarray, np.ndarray]:
+        """(segmentation probability, the same with bridged frames' boxes filled) of frames a0..a1-1."""
+        p = np.asarray(segmenter.window_probability(inputs, a0, a1), np.float32)
+        if fill is None:
+            return p, p
+        return p, np.maximum(p, _gap_boxes(p.shape, boxes, fill, a0, box_margin).astype(np.float32))
+
+    stills = StillRegions(t_len, block, b, thr, static_frac, static_px)
+    with contextlib.ExitStack() as outs:  # streamed, one shard at a time (written at each close)
+        hole_arr = outs.enter_context(w.frames("person_hole", (h, wd), bool, t_len))
+        mask_arr = outs.enter_context(w.frames("person_mask", (h, wd), np.uint8, t_len))
+        track_arr = outs.enter_context(w.frames("person_track_alphas", (n, h, wd), np.uint8, t_len)) if n else None
+        for win in frame_windows(t_len, win_frames, context=b):  # context for unflicker
+            a0, a1, t0, t1 = win.start, win.stop, win.core_start, win.core_stop
+            seg_prob, filled = probs(a0, a1)
+            sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
+            inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut) if has_inst and n else None
+            # only the people in this window: on a long video most tracks are elsewhere in time, and
+            # a track with no pixels in the window has an all-zero mask here (same result, less memory)
+            active = [j for j in range(n) if sil[:, j].any() or (inst is not None and (inst == j).any())]
+            owners = [sil[:, j] | (inst == j) if inst is not None else sil[:, j] for j in active]
+            if inst is not None:
+                core = slice(t0 - a0, t1 - a0)
+                for j in active:
+                    mine = inst[core] == j
+                    inst_px[j] += int(mine.sum())
+                    inst_cov[j] += int((mine & grow(sil[core, j], cfg["replace_margin"])).sum())
+            del sil
+            if static_px > 0:
+                def read(c0, c1, have=filled, a0=a0, a1=a1):  # the window's frames when they cover the block
+                    return have[c0 - a0 : c1 - a0] if a0 <= c0 and c1 <= a1 else probs(c0, c1)[1]
+
+                filled = stills.apply(filled, a0, read)
+            pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
+                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole)
             core = slice(t0 - a0, t1 - a0)
-            for j in range(n):
-                mine = inst[core] == j
-                inst_px[j] += int(mine.sum())
-                inst_cov[j] += int((mine & grow(sil[core, j], cfg["replace_margin"])).sum())
-        seg_prob = prob
-        if fill is not None:
-            gb = _gap_boxes(prob.shape, boxes, fill, a0, cfg["box_margin"])
-            prob = np.maximum(prob, gb.astype(np.float32))
-        if static_px > 0 and len(prob) > 2:
-            # where someone stands still the background model never sees past their outline: the
-            # pixels in the mask in most frames of the window get a wider margin, in every frame
-            still = (prob >= thr).mean(axis=0) >= static_frac
-            if still.any():
-                prob = np.maximum(prob, grow(still, static_px).astype(np.float32)[None] * (thr + 1e-3))
-        pm = build_person_masks(prob, owners if n else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                sigma=sigma, silhouettes_in_hole=avatar_in_hole)
-        core = slice(t0 - a0, t1 - a0)
-        hole_arr[t0:t1] = pm.hole[core]
-        mask_arr[t0:t1] = _to_u8(pm.alpha[core])
-        if track_arr is not None:
-            track_arr[t0:t1] = np.stack([_to_u8(a[core]) for a in pm.track_alphas], axis=1)
-        hole_px += int(pm.hole[core].sum())
-        if has_gt:
-            gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
-            before = person_mask(seg_prob[core], [o[core] for o in owners] if n and avatar_in_hole else None, thr)
-            inter += int((before & gt).sum())
-            union += int((before | gt).sum())
-            gt_px += int(gt.sum())
-    w.add_written("person_hole")
-    w.add_written("person_mask")
-    if track_arr is not None:
-        w.add_written("person_track_alphas")
+            hole_arr.write(pm.hole[core])
+            mask_arr.write(_to_u8(pm.alpha[core]))
+            if track_arr is not None:
+                block = np.zeros((t1 - t0, n, h, wd), np.uint8)
+                for j, a in zip(active, pm.track_alphas):
+                    block[:, j] = _to_u8(a[core])
+                track_arr.write(block)
+                del block
+            hole_px += int(pm.hole[core].sum())
+            if has_gt:
+                gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
+                before = person_mask(seg_prob[core], [o[core] for o in owners] if active and avatar_in_hole else None,
+                                     thr)
+                inter += int((before & gt).sum())
+                union += int((before | gt).sum())
+                gt_px += int(gt.sum())
     w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)), grow_px=grow_px)
     if has_inst and n:
         cov = [inst_cov[j] / inst_px[j] for j in range(n) if inst_px[j] > 0]
@@ -127,6 +142,53 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             w.metric(replaced_min=float(min(cov)), replaced_mean=float(np.mean(cov)))
     if has_gt:
         w.metric(mask_iou=inter / union if union else 1.0, removed_ratio=hole_px / gt_px if gt_px else float("nan"))
+
+
+class StillRegions:
+    """Where someone stands still, per block of ``block`` frames: the pixels in the mask in at
+    least ``frac`` of the block's frames (and ``context`` frames either side). The temporal median
+    never sees past a still person's outline, so these pixels get ``pixels`` more margin in every
+    frame of the block.
+
+    Blocks are fixed frame ranges (0..block-1, block..2*block-1, ...) whatever window the stage
+    reads, so the result does not depend on the window size; a context frame read for unflicker
+    takes the still region of its own block. Memory: one (H,W) map per block in use.
+    """
+
+    def __init__(self, t_len: int, block: int, context: int, thr: float, frac: float, pixels: int):
+        self.t_len, self.block, self.context = int(t_len), max(1, int(block)), int(context)
+        self.thr, self.frac, self.pixels = float(thr), float(frac), int(pixels)
+        self._cache: dict[int, np.ndarray | None] = {}
+
+    def span(self, k: int) -> tuple[int, int]:
+        """Frames whose masks decide block ``k``'s still region."""
+        return max(0, k * self.block - self.context), min(self.t_len, (k + 1) * self.block + self.context)
+
+    def region(self, k: int, read) -> np.ndarray | None:
+        """Block ``k``'s still pixels, grown (None: nobody still). ``read(a, b)`` gives prob."""
+        if k not in self._cache:
+            from anonymask.models.segment.masks import grow
+
+            a, b = self.span(k)
+            prob = read(a, b)
+            still = (prob >= self.thr).mean(axis=0) >= self.frac if len(prob) > 2 else None
+            self._cache = {j: v for j, v in self._cache.items() if j >= k - 1}  # blocks come in order
+            self._cache[k] = grow(still, self.pixels) if still is not None and still.any() else None
+        return self._cache[k]
+
+    def apply(self, prob: np.ndarray, a0: int, read) -> np.ndarray:
+        """``prob`` of frames a0.. with every frame raised to just above the threshold on its
+        block's still region."""
+        out = prob
+        for k in range(a0 // self.block, (a0 + len(prob) - 1) // self.block + 1):
+            reg = self.region(k, read)
+            if reg is None:
+                continue
+            if out is prob:
+                out = prob.copy()
+            c0, c1 = max(a0, k * self.block) - a0, min(a0 + len(prob), (k + 1) * self.block) - a0
+            np.maximum(out[c0:c1], reg.astype(np.float32)[None] * np.float32(self.thr + 1e-3), out=out[c0:c1])
+        return out
 
 
 def lut_map(labels: np.ndarray, lut: np.ndarray) -> np.ndarray:

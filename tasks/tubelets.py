@@ -18,17 +18,25 @@ from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
 
-def track_alphas(entry: VideoEntry, frames: slice | None = None) -> list[np.ndarray]:
+def track_alphas(entry: VideoEntry, frames: slice | None = None, tracks=None) -> list[np.ndarray | None]:
     """Reintegration alpha per track: its feathered person mask, and 1 on its avatar (an avatar
     with a different body shape may reach outside the real person's mask). ``frames``: only
-    those frames (a window)."""
+    those frames (a window). ``tracks``: only these (None for the others). A track with no pixel
+    in those frames gets None, not an array of zeros: on a long video most tracks are elsewhere
+    in time, and float frames for each of them would make memory grow with the track count."""
     sel = frames if frames is not None else slice(None)
     sil = np.asarray(entry.array("render/track_masks")[sel])
-    if entry.has_array("person_track_alphas"):
-        alphas = np.asarray(entry.array("person_track_alphas")[sel]).astype(np.float32) / 255.0
-    else:
-        alphas = np.zeros(sil.shape, np.float32)
-    return [np.maximum(alphas[:, j], sil[:, j].astype(np.float32)) for j in range(sil.shape[1])]
+    alphas = np.asarray(entry.array("person_track_alphas")[sel]) if entry.has_array("person_track_alphas") else None
+    out: list[np.ndarray | None] = []
+    for j in range(sil.shape[1]):
+        s = sil[:, j]
+        a = alphas[:, j] if alphas is not None else None
+        if (tracks is not None and j not in tracks) or not (s.any() or (a is not None and a.any())):
+            out.append(None)
+            continue
+        f = a.astype(np.float32) / 255.0 if a is not None else np.zeros(s.shape, np.float32)
+        out.append(np.maximum(f, s.astype(np.float32)))
+    return out
 
 
 def track_count(entry: VideoEntry) -> int:
@@ -51,7 +59,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     present = np.zeros((n, t_len), bool)
     for win in windows:
         for j, a in enumerate(track_alphas(entry, win.core)):
-            ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
+            if a is not None:
+                ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
     people = [j for j in range(n) if present[j].any()]
     boxes = {j: boxes_from_extents(ext[j], present[j], (h, wd), margin=cfg["margin"],
                                    sigma=cfg["smooth"]) for j in people}

@@ -174,10 +174,11 @@ def _paste(video: np.ndarray, hole: np.ndarray, bg: np.ndarray) -> np.ndarray:
     return out
 
 
-def inpaint_stream(inpainter, read, t_len: int, write, window: int = 64) -> None:
-    """Any backend over a long video: its own ``inpaint_stream`` or window by window."""
+def inpaint_stream(inpainter, read, t_len: int, write, window: int = 64, **stream) -> None:
+    """Any backend over a long video: its own ``inpaint_stream`` (with the ``stream`` settings,
+    e.g. ``context``, ``sample_frames``) or window by window."""
     if hasattr(inpainter, "inpaint_stream"):
-        inpainter.inpaint_stream(read, t_len, write, window=window)
+        inpainter.inpaint_stream(read, t_len, write, window=window, **stream)
         return
     for t0 in range(0, t_len, window):
         video, hole = read(t0, min(t_len, t0 + window))

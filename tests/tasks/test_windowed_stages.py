@@ -14,7 +14,7 @@ from anonymask.storage.store import DatasetStore
 from anonymask.tasks.common import ORDER, run_video, stage_deps
 
 GT = {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}
-WINDOWED = ("render", "merge", "tubelets", "conditions", "refine", "reintegrate")
+WINDOWED = ("render", "segment", "inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate")
 
 
 def anonymize_all(root, url, overrides):
@@ -43,7 +43,9 @@ def arrays(entry):
 def test_window_size_does_not_change_any_result(tiny_dataset, tiny_anonymized, tmp_path):
     whole = DatasetStore.open(tiny_anonymized)  # default windows: each tiny video is one window
     small = {**GT, **{s: {"window": 3} for s in WINDOWED}}
+    small["segment"] = {**GT["segment"], "window": 3}
     small["refine"] = {"copy_window": 3}
+    small["inpaint"] = {"window": 3}  # (context 16: the 8-frame videos stay one median window)
     windowed = anonymize_all(tiny_dataset, str(tmp_path / "b.zarr"), small)
     for vid in whole.video_ids():
         a, b = arrays(whole.video(vid)), arrays(windowed.video(vid))
@@ -114,3 +116,56 @@ def test_windowed_refine_segments_cover_and_fade(tmp_path):
     shifted = e.read("shift")[:, 0, 0, 0].astype(int)
     assert shifted[0] == 10 and shifted[-1] == 10 * len(segs)
     assert np.all(np.diff(shifted) >= 0)  # fades monotonically from one segment to the next
+
+
+def test_segment_still_regions_do_not_depend_on_the_window(tiny_anonymized, tmp_path):
+    """segment's "someone stands still" margin is decided per fixed block of frames, not per read
+    window: blocks of 4 frames read through windows of 3 (each window straddles a block boundary
+    and its unflicker context reaches into the next block) give the masks of one whole window."""
+    import shutil
+
+    from anonymask.tasks.common import execute_stage
+
+    outs = {}
+    for win in (3, 64):
+        url = str(tmp_path / f"w{win}.zarr")
+        shutil.copytree(tiny_anonymized, url)
+        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "window": win, "static_window": 4,
+                                                         "static_frac": 0.5, "static_grow": 3}})
+        s = DatasetStore.open(url)
+        for vid in s.video_ids():
+            execute_stage(url, vid, "segment", cfg)
+        outs[win] = {vid: {k: v for k, v in arrays(s.video(vid)).items() if k.startswith("person_")}
+                     for vid in s.video_ids()}
+    grown = 0
+    for vid, a in outs[64].items():
+        for k, v in a.items():
+            np.testing.assert_array_equal(outs[3][vid][k], v, err_msg=f"{vid}/{k}")
+        grown += int(a["person_hole"].sum())
+    base = DatasetStore.open(tiny_anonymized)
+    assert grown > sum(int(base.video(v).read("person_hole").sum()) for v in base.video_ids())  # blocks mattered
+
+
+@pytest.mark.slow
+def test_pose4d_window_does_not_change_tracks(tmp_path):
+    """pose4d (MediaPipe discovery, back-filling, face search) streams ``raw`` in windows; people
+    are followed frame by frame, so windows of 5 frames give exactly the arrays of one window."""
+    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.tasks.common import execute_stage
+
+    root = tmp_path / "raw"
+    generate_demo(root, preset="tiny", seed=0, width=256, height=192, frames=20, supersample=1)
+    outs = {}
+    for win in (5, 64):
+        cfg = pipeline_config("demo", {"pose4d": {"window": win}})
+        url = str(tmp_path / f"w{win}.zarr")
+        s = DatasetStore.create(url, "demo", source=str(root), stages=ORDER, config=cfg)
+        s.register_videos([i for i in get_adapter("demo", root).records() if i.video_id == "s01s02_a02_r01"])
+        for name in ("ingest", "pose4d"):
+            execute_stage(url, "s01s02_a02_r01", name, cfg)
+        outs[win] = {k: v for k, v in arrays(DatasetStore.open(url).video("s01s02_a02_r01")).items()
+                     if k.startswith("pose/")}
+    assert outs[64]["pose/instances"].any()  # someone was found
+    assert outs[5].keys() == outs[64].keys()
+    for k, v in outs[64].items():
+        np.testing.assert_array_equal(outs[5][k], v, err_msg=k)

@@ -130,3 +130,29 @@ def test_streamed_median_never_copies_a_person_back():
     # the walker's trail is filled from frames where those pixels are background
     seen = ~hole.all(0)
     assert psnr(out[:, seen], np.broadcast_to(bg, video.shape)[:, seen], mask=hole[:, seen]) > 30
+
+
+def test_streamed_median_matches_the_whole_video_median_on_a_static_background():
+    """Windows of 8 frames (+2 context) instead of one median over all 40 frames: the same output
+    when the background does not change (a pixel a window never uncovers takes the median of the
+    frames sampled over the whole video, here all of them), and every window's read is bounded."""
+    from anonymask.models.inpaint.backends import inpaint_stream
+
+    video, bg, mask = moving_person(t=40)
+    video = np.where(mask[..., None], video, bg[None])  # no brightness flicker: a static background
+    inp = get_inpainter("temporal_median", method="telea", radius=3)
+    whole = inp.inpaint(video, mask)
+    out = np.zeros_like(video)
+    reads = []
+
+    def read(a, b):
+        reads.append(b - a)
+        return video[a:b], mask[a:b]
+
+    def write(t0, frames):
+        out[t0:t0 + len(frames)] = frames
+
+    inpaint_stream(inp, read, len(video), write, window=8, context=2)
+    assert max(reads) <= 8 + 2 * 2
+    np.testing.assert_array_equal(out, whole)
+    assert psnr(out, np.broadcast_to(bg, video.shape), mask) > 45
