@@ -96,6 +96,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.set)
     pipeline_config(args.dataset, overrides)  # a bad setting is one line, before Prefect, a server or a store
+    if args.videos:
+        _check_video_ids(args.dataset, args.source, args.videos)
     from anonymask.flows.anonymize import anonymize
 
     runner_overrides = {k: v for k, v in (("video_memory_gb", args.video_memory_gb),
@@ -120,6 +122,20 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         return EXIT_COULD_NOT_RUN
     _print_run_summary(summary, args.dataset)
     return EXIT_SOME_FAILED if summary["failed"] else EXIT_OK
+
+
+def _check_video_ids(dataset: str, source: str | None, wanted: list[str]) -> None:
+    """Unknown ``--videos`` ids are one line before any work (the flow checks again)."""
+    from anonymask.errors import DatasetError
+    from anonymask.paths import default_source
+    from anonymask.storage.datasets import get_adapter
+
+    known = {info.video_id for info in get_adapter(dataset, source or str(default_source(dataset))).records()}
+    unknown = sorted(set(wanted) - known)
+    if unknown:
+        some = ", ".join(sorted(known)[:5]) + (", ..." if len(known) > 5 else "")
+        raise DatasetError(f"unknown video id(s) for {dataset}: {', '.join(unknown)} (the dataset has {len(known)} "
+                           f"videos: {some})")
 
 
 def _summary_of(state) -> dict | None:

@@ -51,3 +51,12 @@ def test_config_backends_lists_every_backend_with_its_settings(capsys):
                  "    guidance_scale = 7.5"):
         assert line in out
     assert main(["config", "backends", "nope"]) == 2
+
+
+def test_anonymize_with_an_unknown_video_id_fails_in_one_line_before_any_work(capsys, tmp_path, tiny_dataset):
+    store = tmp_path / "s.zarr"
+    args = ["anonymize", "--dataset", "demo", "--source", str(tiny_dataset), "--store", str(store)]
+    assert main([*args, "--videos", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown video id(s) for demo: nope (the dataset has 3 videos" in err[0], err
+    assert not store.exists()
