@@ -134,3 +134,12 @@ def person_leak_counts(
         d_to_bg = np.abs(y[m].astype(np.int16) - bg[m].astype(np.int16)).max(axis=-1)
         leaked &= ~as_bool(synthetic)[m] & (d_out < d_to_bg)
     return int(np.count_nonzero(leaked)), int(np.count_nonzero(distinguishable))
+
+
+def box_iou(a, b) -> float:
+    """Intersection over union of two boxes (x0, y0, x1, y1); 0 when they do not overlap."""
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / ua) if ua > 0 else 0.0

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from anonymask.models.metrics import box_iou
 from anonymask.models.registry import build, names, register
 
 
@@ -111,7 +112,7 @@ class FaceAuditor:
 def _nms(dets: list[tuple[str, np.ndarray, float]], iou: float = 0.4) -> list[tuple[str, np.ndarray, float]]:
     kept: list[tuple[str, np.ndarray, float]] = []
     for d in sorted(dets, key=lambda d: -d[2]):
-        if not any(k[0] == d[0] and _iou(k[1], d[1]) > iou for k in kept):
+        if not any(k[0] == d[0] and box_iou(k[1], d[1]) > iou for k in kept):
             kept.append(d)
     return kept
 
@@ -229,14 +230,6 @@ def _ranges(frames: list[int]) -> str:
     return ",".join(str(f) for f in frames)
 
 
-def _iou(a, b) -> float:
-    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
-    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / ua) if ua > 0 else 0.0
-
-
 def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -> float:
     """Share of the box's central part (``inner`` of its size cut off each side: detector boxes
     include background around a face or body) whose pixels are not synthetic (avatar)."""
@@ -284,7 +277,7 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
                 if hasattr(a, "confirmed") and not a.confirmed(blank, kind, box, score):
                     rep.unconfirmed += 1
                     continue
-                g = next((g for g in groups if g["kind"] == kind and _iou(g["last"], box) > 0.3), None)
+                g = next((g for g in groups if g["kind"] == kind and box_iou(g["last"], box) > 0.3), None)
                 if g is None:
                     groups.append({"kind": kind, "box": box, "last": box, "frames": [t], "score": score, "outside": out})
                 elif t not in g["frames"]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from anonymask.models.metrics import box_iou
+
 
 class FaceFinder:
     """BlazeFace short-range + full-range on the frame (and a 2x upscale of small frames),
@@ -44,17 +46,9 @@ class FaceFinder:
                     continue
                 b = d.location_data.relative_bounding_box
                 box = np.array([b.xmin * w, b.ymin * h, (b.xmin + b.width) * w, (b.ymin + b.height) * h], np.float32)
-                if not any(_iou(box, o) > 0.4 for o, _ in out):
+                if not any(box_iou(box, o) > 0.4 for o, _ in out):
                     out.append((box, sc))
         return out
-
-
-def _iou(a, b) -> float:
-    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
-    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / ua) if ua > 0 else 0.0
 
 
 @dataclass
@@ -98,8 +92,8 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
                 if explained(box, pb):
                     continue
                 live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
-                best = max(live, key=lambda tr: _iou(tr.boxes[tr.last_t], box), default=None)
-                if best is None or _iou(best.boxes[best.last_t], box) < 0.1:
+                best = max(live, key=lambda tr: box_iou(tr.boxes[tr.last_t], box), default=None)
+                if best is None or box_iou(best.boxes[best.last_t], box) < 0.1:
                     best = FaceTrack()
                     tracks.append(best)
                 best.boxes[t] = box

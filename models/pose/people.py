@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from anonymask.models.metrics import box_iou
 from anonymask.models.registry import register
 
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)
@@ -92,14 +93,6 @@ class Detection:
     @property
     def height(self) -> float:
         return float(self.box[3] - self.box[1])
-
-
-def box_iou(a: np.ndarray, b: np.ndarray) -> float:
-    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
-    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / ua) if ua > 0 else 0.0
 
 
 def same_person(a: Detection, b: Detection, tol: float = 0.12, min_conf: float = 0.5) -> bool:
