@@ -126,16 +126,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
 def _check_video_ids(dataset: str, source: str | None, wanted: list[str]) -> None:
     """Unknown ``--videos`` ids are one line before any work (the flow checks again)."""
-    from anonymask.errors import DatasetError
     from anonymask.paths import default_source
-    from anonymask.storage.datasets import get_adapter
+    from anonymask.storage.datasets import check_video_ids, get_adapter
 
-    known = {info.video_id for info in get_adapter(dataset, source or str(default_source(dataset))).records()}
-    unknown = sorted(set(wanted) - known)
-    if unknown:
-        some = ", ".join(sorted(known)[:5]) + (", ..." if len(known) > 5 else "")
-        raise DatasetError(f"unknown video id(s) for {dataset}: {', '.join(unknown)} (the dataset has {len(known)} "
-                           f"videos: {some})")
+    adapter = get_adapter(dataset, source or str(default_source(dataset)))
+    check_video_ids(dataset, {info.video_id for info in adapter.records()}, wanted)
 
 
 def _summary_of(state) -> dict | None:

@@ -28,7 +28,7 @@ from prefect.states import Completed, Failed
 
 from anonymask.config import pipeline_config, runner_config
 from anonymask.errors import VideoBusyError, VideoTimeoutError
-from anonymask.storage.datasets import get_adapter
+from anonymask.storage.datasets import check_video_ids, get_adapter
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.artifacts import artifact_key
 from anonymask.tasks.common import ORDER, run_video
@@ -173,10 +173,8 @@ def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, work
         seen.add(info.video_id)
         infos.append(info)
     if video_ids:
+        check_video_ids(dataset, {i.video_id for i in infos}, video_ids)
         wanted = set(video_ids)
-        unknown = wanted - {i.video_id for i in infos}
-        if unknown:
-            raise ValueError(f"unknown video id(s) for {dataset}: {', '.join(sorted(unknown))}")
         infos = [i for i in infos if i.video_id in wanted]
     if limit:
         infos = infos[: int(limit)]

@@ -145,10 +145,10 @@ def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
     out = validate_model(model, own, stage).model_dump()
     if "backend" in model.model_fields:
         be = get_backend(stage, out["backend"])
-        others = {k: n for n, b in backends(stage).items() if n != be.name for k in b.settings.model_fields}
         stray = [k for k in rest if k not in be.settings.model_fields]
-        if stray:
+        if stray:  # only now the other backends' settings (a heavy one imports its module)
             k = stray[0]
+            others = {key: n for n, b in backends(stage).items() if n != be.name for key in b.settings.model_fields}
             if k in others:
                 raise SettingsError(f"{stage}.{k} is a setting of backend {others[k]!r}, not of the selected "
                                     f"backend {be.name!r}")

@@ -68,6 +68,15 @@ def get_adapter(name: str, root: str | Path, **options: Any) -> DatasetAdapter:
     return _REGISTRY[name](root, **options)
 
 
+def check_video_ids(dataset: str, known: set[str], wanted: list[str]) -> None:
+    """``wanted`` (a user's ``--videos``) must all be videos of the dataset: one line otherwise."""
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        some = ", ".join(sorted(known)[:5]) + (", ..." if len(known) > 5 else "")
+        raise DatasetError(f"unknown video id(s) for {dataset}: {', '.join(unknown)} (the dataset has {len(known)} "
+                           f"videos: {some})")
+
+
 def _load_all() -> None:
     # Importing the package imports every adapter module, which registers them.
     import anonymask.storage.datasets  # noqa: F401
