@@ -34,7 +34,7 @@ DECLARED_IN: dict[str, tuple[str, ...]] = {
     "inpaint": ("anonymask.models.inpaint.backends", "anonymask.models.inpaint.propainter"),
     "refine": ("anonymask.models.refine.backends",),
     "conditions": ("anonymask.models.refine.backends",),
-    "audit": ("anonymask.models.audit.detectors",),
+    "audit": ("anonymask.models.audit.detectors", "anonymask.models.audit.fcos"),
 }
 
 
