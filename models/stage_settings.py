@@ -116,6 +116,9 @@ class AuditSettings(StageSettings):
     fail: bool = True
     ground_truth: bool = True
     max_gt_leak: float = Field(0.001, ge=0.0, le=1.0)
+    erased: bool = Field(True, description="fail a video where a person is removed without an avatar")
+    erased_min_share: float = Field(0.5, gt=0.0, description="smallest uncovered hole region that is a person, "
+                                                              "as a share of the video's median hole area")
 
 
 STAGE_SETTINGS: dict[str, type[StageSettings]] = {

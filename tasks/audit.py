@@ -36,6 +36,13 @@ def _sampled(entry: VideoEntry, every: int):
                 yield t, frames[k], masks[k], (empty[k] if empty is not None else None)
 
 
+def _hole_chunks(entry: VideoEntry):
+    hole, avatar = entry.array("person_hole"), entry.array("render/mask")
+    for t0 in range(0, hole.shape[0], CLIP_FRAMES):
+        sl = slice(t0, t0 + CLIP_FRAMES)
+        yield t0, np.asarray(hole[sl]), np.asarray(avatar[sl])
+
+
 def _gt_chunks(entry: VideoEntry):
     raw, out, gt, syn = (entry.array(k) for k in ("raw", "anonymized", "gt/person_mask", "render/mask"))
     bg = entry.read("gt/background")
@@ -44,9 +51,10 @@ def _gt_chunks(entry: VideoEntry):
         yield t0, np.asarray(raw[sl]), np.asarray(out[sl]), np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl]))
 
 
-@stage("audit", deps=("reintegrate", "render", "inpaint"), backend=lambda c: "+".join(c["detectors"]))
+@stage("audit", deps=("reintegrate", "render", "segment", "inpaint"), backend=lambda c: "+".join(c["detectors"]))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.audit import audit_frames, gt_leak
+    from anonymask.models.audit.erased import scan_erased
     from anonymask.models.registry import get_backend
 
     auditors = [get_backend("audit", name).create(cfg["detector_options"].get(name)) for name in cfg["detectors"]]
@@ -58,6 +66,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if cfg["ground_truth"] and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
         share, finding = gt_leak(_gt_chunks(entry), max_leak=cfg["max_gt_leak"])
         w.metric(audit_gt_leak=share, audit_gt_failed=float(finding is not None))
+        if finding is not None:
+            rep.findings.append(finding)
+    if cfg["erased"] and entry.has_array("person_hole"):
+        scan = scan_erased(_hole_chunks(entry))
+        finding = scan.finding(cfg["erased_min_share"])
+        w.metric(audit_erased_frames=len(finding.frames) if finding else 0, audit_erased_largest=scan.largest())
         if finding is not None:
             rep.findings.append(finding)
     w.metric(audit_findings=len(rep.findings), audit_passed=float(rep.passed))

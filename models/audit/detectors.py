@@ -193,7 +193,7 @@ class HogAuditor:
 
 @dataclass
 class AuditFinding:
-    kind: str  # face / body
+    kind: str  # face / body (detectors), gt_leak (ground truth), erased (removed without an avatar)
     frames: list[int]
     box: list[float]  # in the first frame it was found
     score: float
@@ -215,12 +215,20 @@ class AuditReport:
     def summary(self) -> str:
         if self.passed:
             return f"audit passed: {self.frames_checked} frames checked, {self.detections} detections, all on avatars"
-        parts = [f"{f.kind} at x={f.box[0]:.0f}..{f.box[2]:.0f}, y={f.box[1]:.0f}..{f.box[3]:.0f} in frames "
-                 f"{_ranges(f.frames)} ({f.outside:.0%} outside avatar pixels)" if f.kind != "gt_leak" else
-                 f"ground truth: {f.score:.2%} of the person pixels shown outside avatars, in frames "
-                 f"{_ranges(f.frames)} (first at x={f.box[0]:.0f}..{f.box[2]:.0f}, y={f.box[1]:.0f}..{f.box[3]:.0f})"
-                 for f in self.findings]
-        return "audit: real person visible outside avatar pixels: " + "; ".join(parts)
+        def at(b):
+            return f"x={b[0]:.0f}..{b[2]:.0f}, y={b[1]:.0f}..{b[3]:.0f}"
+
+        parts = [f"{f.kind} at {at(f.box)} in frames {_ranges(f.frames)} ({f.outside:.0%} outside avatar pixels)"
+                 for f in self.findings if f.kind not in ("gt_leak", "erased")]
+        parts += [f"ground truth: {f.score:.2%} of the person pixels shown outside avatars, in frames "
+                  f"{_ranges(f.frames)} (first at {at(f.box)})" for f in self.findings if f.kind == "gt_leak"]
+        text = "audit: real person visible outside avatar pixels: " + "; ".join(parts) if parts else ""
+        erased = [f"a person removed without an avatar in frames {_ranges(f.frames)} (first at {at(f.box)}; the "
+                  f"largest region {f.score:.1f}x the video's typical hole, no avatar on it)"
+                  for f in self.findings if f.kind == "erased"]
+        if erased:
+            text = (text + "; " if text else "audit: ") + "person erased, not replaced: " + "; ".join(erased)
+        return text
 
 
 def _ranges(frames: list[int]) -> str:
