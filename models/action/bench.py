@@ -107,7 +107,8 @@ def bench_tail_steps(
 
     Inputs are random tensors of the prefix's feature shape (timing does not depend on values).
     MaskDP and FP-DP run their public term on a second batch of the public size (``public_batch``:
-    the independent draw; 1.0 = the papers' size). Ratios are to the DP-SGD step of the same run.
+    the independent draw; 1.0 = the papers' size). Ratios are to the DP-SGD step of the same run;
+    the steps are timed in turns (round robin), so a change of load hits all of them alike.
     """
     import statistics
 
@@ -139,6 +140,19 @@ def bench_tail_steps(
             times.append(time.perf_counter() - t0)
         return {"median_s": statistics.median(times), "times_s": times}
 
+    def round_robin(named: dict) -> dict[str, dict]:
+        """Each step warmed up, then timed in turns (A, B, C, A, B, C, ...): a change of load on a
+        shared machine hits every step alike, so the ratios stay meaningful."""
+        for step in named.values():
+            step()
+        times: dict[str, list[float]] = {k: [] for k in named}
+        for _ in range(repeats):
+            for k, step in named.items():
+                t0 = time.perf_counter()
+                step()
+                times[k].append(time.perf_counter() - t0)
+        return {k: {"median_s": statistics.median(v), "times_s": v} for k, v in times.items()}
+
     b = batch_size
     x, y = feats(b), labels(b)
     out: dict = {"arch": arch, "batch_size": b, "feature_shape": list(fshape), "trainable_params":
@@ -147,8 +161,7 @@ def bench_tail_steps(
     with torch.no_grad():
         prefix_t = timed(lambda: prefix(clips))
     out["prefix_forward_per_clip_s"] = prefix_t["median_s"] / b
-    steps: dict[str, dict] = {}
-    steps["nonprivate"] = timed(lambda: summed_grads(tail, x, y, params))
+    named = {"nonprivate": lambda: summed_grads(tail, x, y, params)}
 
     def private_step(mode: str, public_n: int | None):
         step = PrivateStep(mode, max_grad_norm=1.0, noise_multiplier=1.0, expected_batch_size=float(b),
@@ -160,19 +173,20 @@ def bench_tail_steps(
         sub = Inputs(feats(8), labels(8)) if mode == "fpdp" else None
         return lambda: step(tail, params, private, public, sub if step.needs_subspace_set() else None)
 
-    steps["dpsgd"] = timed(private_step("dpsgd", None))
-    steps["maskdp"] = timed(private_step("maskdp", b))
+    named["dpsgd"] = private_step("dpsgd", None)
+    named["maskdp"] = private_step("maskdp", b)
     small = max(1, round(public_fraction * b))
-    steps[f"maskdp_public{small}"] = timed(private_step("maskdp", small))
-    steps["fpdp"] = timed(private_step("fpdp", b))
-    steps[f"fpdp_public{small}"] = timed(private_step("fpdp", small))
+    named[f"maskdp_public{small}"] = private_step("maskdp", small)
+    named["fpdp"] = private_step("fpdp", b)
+    named[f"fpdp_public{small}"] = private_step("fpdp", small)
     refresh = PublicSubspace(16, 1)
     from anonymask.models.privacy.clipping import flatten, per_sample_grads
 
     pub = feats(8), labels(8)
-    steps["fpdp_subspace_refresh_8"] = timed(
+    named["fpdp_subspace_refresh_8"] = (
         lambda: refresh.update(flatten(per_sample_grads(tail, pub[0], pub[1], params), batched=True), 0)
     )
+    steps = round_robin(named)
     base = steps["dpsgd"]["median_s"]
     for r in steps.values():
         r["ratio_to_dpsgd"] = round(r["median_s"] / base, 2)
