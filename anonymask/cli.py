@@ -95,7 +95,10 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from anonymask.config import parse_overrides, pipeline_config
 
     overrides = parse_overrides(args.set)
-    pipeline_config(args.dataset, overrides)  # a bad setting is one line, before Prefect, a server or a store
+    cfg = pipeline_config(args.dataset, overrides)  # a bad setting is one line, before Prefect, a server or a store
+    from anonymask.models.stage_settings import check_weights
+
+    check_weights(cfg)  # a missing weight file too (MissingWeightsError), before any video is touched
     if args.videos:
         _check_video_ids(args.dataset, args.source, args.videos)
     from anonymask.flows.anonymize import anonymize

@@ -28,6 +28,7 @@ from prefect.states import Completed, Failed
 
 from anonymask.config import pipeline_config, runner_config
 from anonymask.errors import VideoBusyError, VideoTimeoutError
+from anonymask.models.stage_settings import check_weights
 from anonymask.storage.datasets import check_video_ids, get_adapter
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.artifacts import artifact_key
@@ -163,6 +164,7 @@ def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, work
     source = source or str(default_source(dataset))
     store_url = store or str(default_store(dataset))
     config = pipeline_config(dataset, overrides)
+    check_weights(config)  # a missing weight file stops the run here, not at that stage of every video
     rcfg = runner_config(runner_overrides, workers=workers)
     adapter = get_adapter(dataset, source)
     infos, seen = [], set()

@@ -51,8 +51,10 @@ class Backend:
 
     def __init__(self, kind: str, name: str, target: Callable[..., Any] | str, summary: str,
                  limits: dict[str, dict[str, Any]] | None = None, runtime: Iterable[str] = (),
-                 defaults: dict[str, Any] | None = None, weights: str | None = None):
+                 defaults: dict[str, Any] | None = None, weights: str | None = None,
+                 check: Callable[[dict[str, Any]], Any] | str | None = None):
         self.kind, self.name, self.summary, self.weights = kind, name, summary, weights
+        self._check = check
         self._target, self._limits, self._runtime = target, limits, tuple(runtime)
         self._defaults = dict(defaults or {})
         self._settings: type[BackendSettings] | None = None
@@ -74,6 +76,17 @@ class Backend:
 
     def validate(self, values: dict[str, Any] | None = None) -> BackendSettings:
         return validate_model(self.settings, values or {}, f"{self.kind} backend {self.name!r}")
+
+    def check_weights(self, settings: dict[str, Any] | None = None) -> None:
+        """Raise ``MissingWeightsError`` (naming every missing file) if this backend, with these
+        settings, would not find its weights; nothing to do for backends without weights. Cheap:
+        looks at files only, loads nothing, so a run can check before any work starts."""
+        if self._check is None:
+            return
+        if isinstance(self._check, str):
+            module, attr = self._check.split(":")
+            self._check = getattr(importlib.import_module(module), attr)
+        self._check(dict(self.validate(settings or {})))
 
     def create(self, settings: BackendSettings | dict[str, Any] | None = None, **runtime: Any) -> Any:
         """Build the backend from validated settings plus runtime arguments (arrays, devices)."""
@@ -129,12 +142,15 @@ def settings_model(
 def register(
     kind: str, name: str, *, summary: str | None = None, limits: dict[str, dict[str, Any]] | None = None,
     runtime: Iterable[str] = (), defaults: dict[str, Any] | None = None, weights: str | None = None,
+    check: Callable[[dict[str, Any]], Any] | str | None = None,
 ):
-    """Decorator: register ``factory`` as backend ``name`` of ``kind``."""
+    """Decorator: register ``factory`` as backend ``name`` of ``kind``. ``check(settings)`` (a
+    callable or ``"module:attr"``) raises ``MissingWeightsError`` when weight files are missing."""
 
     def deco(factory):
         doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
-        declare(kind, name, factory, summary=doc, limits=limits, runtime=runtime, defaults=defaults, weights=weights)
+        declare(kind, name, factory, summary=doc, limits=limits, runtime=runtime, defaults=defaults, weights=weights,
+                check=check)
         return factory
 
     return deco
@@ -144,10 +160,12 @@ def declare(
     kind: str, name: str, target: Callable[..., Any] | str, *, summary: str = "",
     limits: dict[str, dict[str, Any]] | None = None, runtime: Iterable[str] = (),
     defaults: dict[str, Any] | None = None, weights: str | None = None,
+    check: Callable[[dict[str, Any]], Any] | str | None = None,
 ) -> None:
     """Register a backend whose factory is ``target`` (a callable, or ``"module:attr"`` imported on
     first use)."""
-    _BACKENDS.setdefault(kind, {})[name] = Backend(kind, name, target, summary, limits, runtime, defaults, weights)
+    _BACKENDS.setdefault(kind, {})[name] = Backend(kind, name, target, summary, limits, runtime, defaults, weights,
+                                                   check)
 
 
 def backends(kind: str) -> dict[str, Backend]:

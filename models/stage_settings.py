@@ -202,3 +202,24 @@ def validate_pipeline(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
             raise SettingsError(f"{stage}: settings must be key=value pairs (e.g. --set {stage}.key=value), "
                                 f"got {section!r}")
     return {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_SETTINGS}
+
+
+def check_weights(config: dict[str, dict[str, Any]]) -> None:
+    """Every weight-backed backend a validated pipeline selects finds its files (stage backends,
+    the pose4d person detector, the audit detectors); else ``MissingWeightsError`` naming them,
+    before any video is touched (not after hours of work, at the stage that needs them)."""
+    def own(be, values: dict[str, Any]) -> dict[str, Any]:
+        return {k: values[k] for k in be.settings.model_fields if k in values}
+
+    for stage, section in config.items():
+        if stage in STAGE_SETTINGS and "backend" in STAGE_SETTINGS[stage].model_fields and "backend" in section:
+            be = get_backend(stage, section["backend"])
+            be.check_weights(own(be, section))
+        if stage in SUB_BACKENDS and SUB_BACKENDS[stage][0] in section:
+            name_key, opt_key, kind = SUB_BACKENDS[stage]
+            be = get_backend(kind, section[name_key])
+            be.check_weights(own(be, section.get(opt_key) or {}))
+    audit = config.get("audit") or {}
+    for name in audit.get("detectors", []):
+        be = get_backend("audit", name)
+        be.check_weights(own(be, (audit.get("detector_options") or {}).get(name) or {}))

@@ -28,8 +28,9 @@ URL = "https://download.pytorch.org/models/"
 COCO_PERSON = 1
 
 
-def load_fcos(root: str | os.PathLike | None = None, device: str = "cpu"):
-    """FCOS ResNet-50 FPN in eval mode from ``<root>/torchvision/`` (root default ``$ANONYMASK_WEIGHTS``)."""
+def fcos_path(root: str | os.PathLike | None = None) -> Path:
+    """The weight file under ``<root>/torchvision/`` (root default ``$ANONYMASK_WEIGHTS``), or
+    :class:`MissingWeightsError` naming it."""
     from anonymask.paths import weights_root
 
     base = Path(root) if root is not None else weights_root()
@@ -39,6 +40,12 @@ def load_fcos(root: str | os.PathLike | None = None, device: str = "cpu"):
     path = base / SUBDIR / FCOS_FILE
     if not path.is_file():
         raise MissingWeightsError(what, [str(path)], f"download it from {URL}{FCOS_FILE}")
+    return path
+
+
+def load_fcos(root: str | os.PathLike | None = None, device: str = "cpu"):
+    """FCOS ResNet-50 FPN in eval mode from :func:`fcos_path`."""
+    path = fcos_path(root)
     from anonymask.compat import ensure_torchvision
 
     ensure_torchvision()  # torchvision ops on CPU-only torch
@@ -50,7 +57,7 @@ def load_fcos(root: str | os.PathLike | None = None, device: str = "cpu"):
     return model.eval().to(device)
 
 
-@register("audit", "fcos", weights="torchvision",
+@register("audit", "fcos", weights="torchvision", check=lambda s: fcos_path(s["root"]),
           limits={"min_score": {"ge": 0.0, "le": 1.0}, "min_size": {"ge": 64}, "upscale_below": {"ge": 0}})
 class FcosAuditor:
     """COCO person boxes from FCOS (``detect(frame) -> [("body", box, score)]``).

@@ -80,7 +80,7 @@ def load_networks(root: str | os.PathLike | None = None, raft: str = "things", d
     return nets
 
 
-@register("inpaint", "propainter", weights=SUBDIR, summary="ProPainter: flow completion + propagation + video transformer (GPU)", limits={"max_side": {"ge": 128}, "window": {"ge": 2},
+@register("inpaint", "propainter", weights=SUBDIR, check=lambda s: weight_paths(s["weights"], s["raft"]), summary="ProPainter: flow completion + propagation + video transformer (GPU)", limits={"max_side": {"ge": 128}, "window": {"ge": 2},
                                                           "stride": {"ge": 1}, "step": {"ge": 1}})
 class ProPainterInpainter:
     """See the module docstring. ``window``/``stride``/``step``: the streaming driver's sizes."""

@@ -47,15 +47,21 @@ def weights_dir(root: str | os.PathLike | None = None) -> Path:
     return base / SUBDIR
 
 
-def load_rcnn(root: str | os.PathLike | None = None, masks: bool = True, device: str = "cpu"):
-    """(keypoint model, mask model or None), eval mode, from the state-dict files under
-    ``<root>/torchvision/`` (root default ``$ANONYMASK_WEIGHTS``)."""
+def check_rcnn_files(root: str | os.PathLike | None = None, masks: bool = True) -> Path:
+    """The folder holding the state-dict files, or :class:`MissingWeightsError` naming each missing one."""
     d = weights_dir(root)
     need = [KEYPOINT_FILE] + ([MASK_FILE] if masks else [])
     missing = [f"{SUBDIR}/{f}" for f in need if not (d / f).is_file()]
     if missing:
         raise MissingWeightsError("torchvision Keypoint R-CNN / Mask R-CNN (pose4d.detector=rcnn)", missing,
                                   f"download them from {URL}<file name>")
+    return d
+
+
+def load_rcnn(root: str | os.PathLike | None = None, masks: bool = True, device: str = "cpu"):
+    """(keypoint model, mask model or None), eval mode, from the state-dict files under
+    ``<root>/torchvision/`` (root default ``$ANONYMASK_WEIGHTS``)."""
+    d = check_rcnn_files(root, masks)
     from anonymask.compat import ensure_torchvision
 
     ensure_torchvision()  # torchvision ops on CPU-only torch
@@ -81,6 +87,7 @@ def coco_to_landmarks(kps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
 
 
 @register("person_detector", "rcnn", weights="torchvision", runtime=("roi",),
+          check=lambda s: check_rcnn_files(s["root"], s["masks"]),
           limits={"min_score": {"ge": 0.0, "le": 1.0}, "max_people": {"ge": 1}})
 class RCNNPeopleDetector:
     """Same interface as :class:`PeopleDetector` (``detect``, ``detect_region``)."""

@@ -123,6 +123,11 @@ def _present(folder: Path, alternative: str) -> bool:
     return all((folder / name).is_file() for name in alternative.split("+"))
 
 
+def check_refine_settings(settings: dict) -> None:
+    """The registry's weight check for ``refine.backend=animatediff`` (its ``weights_root`` setting)."""
+    resolve_refine_weights(settings.get("weights_root"))
+
+
 def resolve_refine_weights(root: str | os.PathLike | None = None) -> RefineWeights:
     """Check the refine/ layout under ``root`` (default ``$ANONYMASK_WEIGHTS``) and return its paths.
 
