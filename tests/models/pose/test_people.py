@@ -103,6 +103,23 @@ def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
     assert np.allclose(filled[1], [11, 10, 51, 100]) and np.isnan(filled[4]).all()
 
 
+def test_a_track_held_in_place_is_not_taken_over_by_an_overlapping_detection_of_someone_else():
+    """s04s03_a04_r01: the man standing still was held in place when the full-frame detector drew a
+    wide body over the motorcycle next to him (box IoU 0.2 with his); the tracker gave it his
+    track, which then followed the motorcycle. A held track takes only the same landmarks or a
+    box that overlaps it well (IoU >= held_iou)."""
+    man, other = [68, 65, 124, 156], [88, 44, 228, 132]
+    for held, expect in ((0, [0]), (1, [1])):
+        tr = OnlineTracker(max_gap=10)
+        tr.update(0, [_det(man)])
+        tr.tracks[0].held = held
+        assert tr.update(1, [_det(other)]) == expect
+    tr = OnlineTracker(max_gap=10)
+    tr.update(0, [_det(man)])
+    tr.tracks[0].held = 3
+    assert tr.update(1, [_det([70, 65, 126, 157])]) == [0]  # the man himself, found again
+
+
 def test_tiles_cover_the_frame():
     tiles = square_tiles(480, 272, 0.6)
     cover = np.zeros((480, 272), bool)
