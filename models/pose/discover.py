@@ -129,7 +129,7 @@ class PersonDiscovery:
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
-                 limbs: bool = True, t_len: int | None = None, anchor: bool = True):
+                 limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5):
         self.detector = detector or PeopleDetector()
         self.t_len = None if t_len is None else int(t_len)
         self.backfill_iou = 0.2
@@ -152,6 +152,7 @@ class PersonDiscovery:
             self.scanner = PoseScanner(self.roi, anchor_scales=None if anchor else ())
         self.scan_every = max(1, int(scan_every or self.keyframe_every))
         self.hold, self.hold_tol = bool(hold), float(hold_tol)
+        self.hold_refresh = float(hold_refresh)
         self.limbs = bool(limbs)
         self.verify = None
         if verify:
@@ -167,7 +168,11 @@ class PersonDiscovery:
         difference <= ``hold_tol`` grey levels over >= 30% of the mask). A person who stands still
         and whom the landmark model lets go (occlusion by a passer-by, an unusual body) is kept,
         with their last landmarks and mask, instead of being left to the background model, which
-        would then copy them back into the removed area. (The median instead of the mean held
+        would then copy them back into the removed area. Where the difference is at most
+        ``hold_refresh`` x ``hold_tol``, the next frame is compared with this one instead: a person
+        standing still sways a little, and the difference to the last sighting grows frame by
+        frame (s04s03_a04_r01: from 2 to 28 grey levels over 15 frames; the hold let the man go,
+        and his track was then linked to a body drawn over the motorcycle). (The median instead of the mean held
         the man by the motorcycle in s04s03_a04_r01 longer while the woman walked into his mask,
         but also held moving people in place: s04_a02_r01 and s03_a03_r01 got a second track.)
         Returns the held track ids."""
@@ -196,6 +201,10 @@ class PersonDiscovery:
             diff = np.abs(gray[y0:y1, x0:x1] - crop.astype(np.int16)).max(axis=-1)
             if float(diff[vis].mean()) > self.hold_tol:
                 continue
+            if float(diff[vis].mean()) <= self.hold_refresh * self.hold_tol:
+                # barely changed: compare the next frame with this one (a person standing still
+                # sways a little; the difference to the last real sighting grows frame by frame)
+                tr.ref = (d0, frame[y0:y1, x0:x1].copy())
             d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
             tr.add(t, d)
             tr.held += 1

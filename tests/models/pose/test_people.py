@@ -235,3 +235,41 @@ def test_backfill_stops_where_the_region_jumps_off_the_person():
     disc.tracker.tracks = [tr]
     got = [t for t, _, _ in disc.backfill(lambda a, b: frames[a:b], 10)]
     assert got == [6] and sorted(tr.frames) == [6, 7, 8, 9]
+
+
+class _OnceDetector:
+    """Finds one person (a full mask over ``box``) on the first frame only."""
+
+    def __init__(self, box):
+        self.box, self.calls = box, 0
+
+    def detect(self, frame):
+        self.calls += 1
+        if self.calls > 1:
+            return []
+        x0, y0, x1, y1 = self.box
+        d = _det(self.box)
+        d.mask, d.region = np.ones((y1 - y0, x1 - x0), np.float32), (x0, y0, x1, y1)
+        return [d]
+
+    def detect_region(self, frame, *a, **k):
+        return []
+
+
+def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_between_frames():
+    """The held person's pixels change by 3 grey levels a frame (a person standing still sways):
+    after 5 frames they differ from the last real sighting by more than hold_tol (12), but never
+    by more than 3 from the frame before. With hold_refresh they stay held for the whole clip;
+    without it (0), the hold lets them go after 4 frames."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(60, 120, (64, 64, 3)).astype(np.int16)
+    frames = [np.clip(base + 3 * t, 0, 255).astype(np.uint8) for t in range(12)]
+    held = {}
+    for refresh in (0.5, 0.0):
+        disc = PersonDiscovery(_OnceDetector((16, 8, 40, 56)), tiles=False, roi_tracking=False, scan=False,
+                               verify=False, limbs=False, detect_every=1, hold_refresh=refresh)
+        for f in frames:
+            disc.push(f)
+        held[refresh] = sorted(disc.tracker.tracks[0].frames)
+    assert held[0.5] == list(range(12))
+    assert held[0.0] == list(range(5))
