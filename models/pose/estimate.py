@@ -63,6 +63,7 @@ def estimate_people(
     faces: bool = True,
     detector=None,
     link_gap: int = 48,
+    anchor: bool = True,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -81,13 +82,15 @@ def estimate_people(
     the face covers them (FALLBACK_FACE). ``result.instance_track`` maps raw ids to track indices.
     Tracks that are one person lost behind an occluder for up to ``link_gap`` frames are linked
     into one (models/pose/link.py; several raw ids then map to one track; 0 turns it off).
+    ``anchor``: the scan's anchored regions (models/pose/scan.py ``PoseScanner._anchored``).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
-                                        detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len)
+                                        detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len,
+                                        anchor=anchor)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:

@@ -103,6 +103,23 @@ def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
     assert np.allclose(filled[1], [11, 10, 51, 100]) and np.isnan(filled[4]).all()
 
 
+def test_a_track_held_in_place_is_not_taken_over_by_an_overlapping_detection_of_someone_else():
+    """s04s03_a04_r01: the man standing still was held in place when the full-frame detector drew a
+    wide body over the motorcycle next to him (box IoU 0.2 with his); the tracker gave it his
+    track, which then followed the motorcycle. A held track takes only the same landmarks or a
+    box that overlaps it well (IoU >= held_iou)."""
+    man, other = [68, 65, 124, 156], [88, 44, 228, 132]
+    for held, expect in ((0, [0]), (1, [1])):
+        tr = OnlineTracker(max_gap=10)
+        tr.update(0, [_det(man)])
+        tr.tracks[0].held = held
+        assert tr.update(1, [_det(other)]) == expect
+    tr = OnlineTracker(max_gap=10)
+    tr.update(0, [_det(man)])
+    tr.tracks[0].held = 3
+    assert tr.update(1, [_det([70, 65, 126, 157])]) == [0]  # the man himself, found again
+
+
 def test_tiles_cover_the_frame():
     tiles = square_tiles(480, 272, 0.6)
     cover = np.zeros((480, 272), bool)
@@ -218,3 +235,41 @@ def test_backfill_stops_where_the_region_jumps_off_the_person():
     disc.tracker.tracks = [tr]
     got = [t for t, _, _ in disc.backfill(lambda a, b: frames[a:b], 10)]
     assert got == [6] and sorted(tr.frames) == [6, 7, 8, 9]
+
+
+class _OnceDetector:
+    """Finds one person (a full mask over ``box``) on the first frame only."""
+
+    def __init__(self, box):
+        self.box, self.calls = box, 0
+
+    def detect(self, frame):
+        self.calls += 1
+        if self.calls > 1:
+            return []
+        x0, y0, x1, y1 = self.box
+        d = _det(self.box)
+        d.mask, d.region = np.ones((y1 - y0, x1 - x0), np.float32), (x0, y0, x1, y1)
+        return [d]
+
+    def detect_region(self, frame, *a, **k):
+        return []
+
+
+def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_between_frames():
+    """The held person's pixels change by 3 grey levels a frame (a person standing still sways):
+    after 5 frames they differ from the last real sighting by more than hold_tol (12), but never
+    by more than 3 from the frame before. With hold_refresh they stay held for the whole clip;
+    without it (0), the hold lets them go after 4 frames."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(60, 120, (64, 64, 3)).astype(np.int16)
+    frames = [np.clip(base + 3 * t, 0, 255).astype(np.uint8) for t in range(12)]
+    held = {}
+    for refresh in (0.5, 0.0):
+        disc = PersonDiscovery(_OnceDetector((16, 8, 40, 56)), tiles=False, roi_tracking=False, scan=False,
+                               verify=False, limbs=False, detect_every=1, hold_refresh=refresh)
+        for f in frames:
+            disc.push(f)
+        held[refresh] = sorted(disc.tracker.tracks[0].frames)
+    assert held[0.5] == list(range(12))
+    assert held[0.0] == list(range(5))
