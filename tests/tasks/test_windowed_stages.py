@@ -261,3 +261,22 @@ def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_pat
     for name in ("render", "segment"):
         # what remains per track is zarr's per-array objects (~0.1-0.3 MB each, measured), not frames
         assert peaks[16, name] - peaks[1, name] < old_shard // 4, (name, peaks)
+
+
+def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
+    """Each track's array is an output of its stage: verify names a deleted one (so repair
+    recomputes that stage), and the spans array too."""
+    import shutil
+
+    url = str(tmp_path / "d.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    s = DatasetStore.open(url)
+    vid = next(v for v in s.video_ids() if s.video(v).read("render/track_masks_spans").shape[0] == 2)
+    e = s.video(vid)
+    assert verify_store(s, deps=stage_deps()).ok
+    del e.group["render/track_masks"]["1"]
+    e.array("person_track_alphas_spans")[0, 0] = 5
+    res = verify_store(DatasetStore.open(url), deps=stage_deps())
+    lines = "\n".join(res.damaged)
+    assert "render/track_masks/1" in lines and "(stage render)" in lines, lines
+    assert "person_track_alphas_spans" in lines and "(stage segment)" in lines, lines
