@@ -7,7 +7,7 @@ grows with the video's length when people come and go. Here track ``j`` is the a
 ``<name>/<j>`` of shape (stop - start, H, W) holding frames ``start..stop-1`` only, and
 ``<name>_spans`` ((N, 2) int64, [start, stop)) says where; a track with an empty span has no
 array. Outside its span a track is all zeros, so a window reads only the tracks alive in it and a
-stage holds one shard buffer per *alive* track, whatever N is.
+stage holds one (small, ``TRACK_SHARD_BYTES``) shard buffer per *alive* track, whatever N is.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.store import SHARD_BYTES, StageWriter, VideoEntry
+
+#: shard size of a per-track array: a stage writes one per alive track at once, each writer
+#: holding up to a shard (64 MiB x several tracks was more than the old single (T,N,H,W) shard)
+TRACK_SHARD_BYTES = SHARD_BYTES // 8
 
 
 def spans_name(name: str) -> str:
@@ -109,7 +113,7 @@ class TrackWriters:
                 if a > s:
                     raise ValueError(f"{self.name}/{j}: windows must come in order (track starts at {s}, window at {a})")
                 self._open[j] = self.w.entry.frame_writer(f"{self.name}/{j}", self.frame_shape, self.dtype,
-                                                          frames=e - s)
+                                                          frames=e - s, shard_bytes=TRACK_SHARD_BYTES)
             lo, hi = max(a, s), min(b, e)
             blk = blocks.get(j)
             self._open[j].write(blk[lo - a : hi - a] if blk is not None

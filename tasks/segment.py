@@ -110,7 +110,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             active = [j for j in range(n) if (j in sil and sil[j].any()) or j in in_inst]
             none = np.zeros((a1 - a0, h, wd), bool)
             owners = [(sil[j].astype(bool) if j in sil else none) | (inst == j) if inst is not None
-                      else sil[j].astype(bool) for j in active]
+                      else np.asarray(sil[j], bool) for j in active]
             if inst is not None:
                 core = slice(t0 - a0, t1 - a0)
                 for j in active:
