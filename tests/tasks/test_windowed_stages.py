@@ -280,3 +280,29 @@ def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
     lines = "\n".join(res.damaged)
     assert "render/track_masks/1" in lines and "(stage render)" in lines, lines
     assert "person_track_alphas_spans" in lines and "(stage segment)" in lines, lines
+
+
+def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
+    """render's record from before the per-track layout (its hash without the layout version)
+    is not trusted: render runs again and replaces the old (T, N, H, W) array."""
+    import shutil
+
+    from anonymask.models.stage_settings import hashed_settings, validate_stage
+    from anonymask.storage.hashing import config_hash
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "o.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    cfg = pipeline_config("demo", GT)
+    old = {k: v for k, v in hashed_settings("render", validate_stage("render", cfg.get("render"))).items()
+           if k != "_layout"}
+    recs = e.records()
+    recs["render"] = dict(recs["render"], config_hash=config_hash(old))
+    e.group.attrs["stages"] = recs
+    del e.group["render/track_masks"]
+    e.write_array("render/track_masks", np.zeros((e.num_frames, 1, 4, 4), bool))  # the old layout
+    assert execute_stage(url, e.video_id, "render", cfg)["status"] == "done"
+    e = DatasetStore.open(url).video(e.video_id)
+    assert not e.has_array("render/track_masks") and e.has_array("render/track_masks/0")
+    assert execute_stage(url, e.video_id, "render", cfg)["status"] == "skipped"
