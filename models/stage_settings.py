@@ -184,10 +184,20 @@ def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
     return be.create({k: settings[k] for k in be.settings.model_fields}, **runtime)
 
 
+#: stages whose stored layout changed: the version joins their hash, so a store written by older
+#: code is recomputed (not misread). 2: per-track arrays over each track's own frames
+#: (storage/tracks.py).
+LAYOUT_VERSIONS = {"render": 2, "segment": 2}
+
+
 def hashed_settings(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """What the stage hash covers: every validated setting except the ``hashed=False`` ones."""
+    """What the stage hash covers: every validated setting except the ``hashed=False`` ones, and
+    the stage's layout version when it has one."""
     skip = _unhashed(STAGE_SETTINGS[stage]) if stage in STAGE_SETTINGS else set()
-    return {k: v for k, v in settings.items() if k not in skip}
+    out = {k: v for k, v in settings.items() if k not in skip}
+    if stage in LAYOUT_VERSIONS:
+        out["_layout"] = LAYOUT_VERSIONS[stage]
+    return out
 
 
 def validate_pipeline(config: dict[str, Any]) -> dict[str, dict[str, Any]]:

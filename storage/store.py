@@ -342,6 +342,7 @@ class VideoEntry:
         *,
         frame_chunked: bool = True,
         growable: bool = False,
+        shard_bytes: int | None = None,
     ) -> zarr.Array:
         """Create (replace) an array for streaming writes.
 
@@ -349,7 +350,8 @@ class VideoEntry:
         frames inside shards of :func:`shard_frames` frames, Zstd-compressed; small arrays (poses,
         boxes) one plain chunk. ``growable``: the frame count is not known yet (the array starts
         with ``shape[0]`` frames and :class:`FrameArrayWriter` resizes it), so the chunk length is
-        ``CLIP_FRAMES`` even for a short first guess.
+        ``CLIP_FRAMES`` even for a short first guess. ``shard_bytes``: a smaller shard, for
+        arrays of which a stage writes many at once (one per track), each holding a shard.
         """
         parent, leaf = self._parent_and_leaf(name, create=True)
         shape = tuple(int(s) for s in shape)
@@ -357,7 +359,7 @@ class VideoEntry:
             t = max(shape[0], 1)
             chunk_t = CLIP_FRAMES if growable else min(CLIP_FRAMES, t)
             chunks = (chunk_t, *[max(s, 1) for s in shape[1:]])
-            per_shard = shard_frames(shape[1:], dtype, chunk_t)
+            per_shard = shard_frames(shape[1:], dtype, chunk_t, shard_bytes)
             shard_t = per_shard if growable else min(per_shard, math.ceil(t / chunk_t) * chunk_t)
             shards = (shard_t, *chunks[1:])
             return parent.create_array(
@@ -390,10 +392,10 @@ class VideoEntry:
         return describe_array(data)
 
     def frame_writer(self, name: str, frame_shape, dtype, frames: int | None = None,
-                     hint: int | None = None) -> FrameArrayWriter:
+                     hint: int | None = None, shard_bytes: int | None = None) -> FrameArrayWriter:
         """A :class:`FrameArrayWriter` for ``name`` (``frames`` None: the count is not known yet;
-        ``hint``: a likely count)."""
-        return FrameArrayWriter(self, name, frame_shape, dtype, frames=frames, hint=hint)
+        ``hint``: a likely count; ``shard_bytes``: see :meth:`create_array`)."""
+        return FrameArrayWriter(self, name, frame_shape, dtype, frames=frames, hint=hint, shard_bytes=shard_bytes)
 
     @property
     def num_frames(self) -> int:
@@ -591,10 +593,11 @@ def describe_array(arr) -> dict[str, Any]:
     }
 
 
-def shard_frames(frame_shape, dtype, chunk_t: int = CLIP_FRAMES) -> int:
-    """Frames per shard of a frame-chunked array: whole chunks, at most ``SHARD_BYTES`` (>= 1 chunk)."""
+def shard_frames(frame_shape, dtype, chunk_t: int = CLIP_FRAMES, shard_bytes: int | None = None) -> int:
+    """Frames per shard of a frame-chunked array: whole chunks, at most ``shard_bytes``
+    (default ``SHARD_BYTES``; >= 1 chunk)."""
     frame_bytes = max(1, int(np.prod([max(int(s), 1) for s in frame_shape])) * np.dtype(dtype).itemsize)
-    chunks = max(1, SHARD_BYTES // (frame_bytes * chunk_t))
+    chunks = max(1, (shard_bytes or SHARD_BYTES) // (frame_bytes * chunk_t))
     return int(chunks * chunk_t)
 
 
@@ -614,7 +617,7 @@ class FrameArrayWriter:
     """
 
     def __init__(self, entry: VideoEntry, name: str, frame_shape, dtype, frames: int | None = None,
-                 hint: int | None = None):
+                 hint: int | None = None, shard_bytes: int | None = None):
         self.entry = entry
         self.name = name
         self.frame_shape = tuple(int(s) for s in frame_shape)
@@ -624,7 +627,8 @@ class FrameArrayWriter:
         #: writing, and only a wrong guess costs a read-back at close
         self.hint = None if frames is not None or hint is None else max(int(hint), 0)
         start = self.expected if self.expected is not None else (self.hint or 0)
-        self.array = entry.create_array(name, (start, *self.frame_shape), self.dtype, growable=self.expected is None)
+        self.array = entry.create_array(name, (start, *self.frame_shape), self.dtype, growable=self.expected is None,
+                                        shard_bytes=shard_bytes)
         shards = getattr(self.array, "shards", None)
         self.shard_t = int((shards or self.array.chunks)[0])
         self.written = 0

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import read_window
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import track_alphas, tubelet_ids
@@ -31,7 +32,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     crops = [entry.array(f"tubelets/{j}/refined") for j in ids]
     boxes = [entry.read(f"tubelets/{j}/box") for j in ids]
     size = int(crops[0].shape[1]) if crops else None
-    sil = entry.array("render/track_masks")
     gt = entry.has_array("gt/person_mask")
     bg = entry.read("gt/background") if gt else None
     public_px = 0
@@ -40,16 +40,17 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
         for win in frame_windows(t_len, cfg["window"]):
             xd = np.asarray(x_dot[win.core])
-            alphas_all = track_alphas(entry, win.core, tracks=set(ids)) if ids else []
+            alphas_all = track_alphas(entry, win.core, tracks=set(ids)) if ids else {}
             # the tubelets with pixels in this window (the others change nothing here)
-            here = [k for k, j in enumerate(ids) if alphas_all[j] is not None]
+            here = [k for k, j in enumerate(ids) if j in alphas_all]
             if here:
                 alphas = [alphas_all[ids[k]] for k in here]
                 c = [np.asarray(crops[k][win.core]) for k in here]
                 b = [boxes[k][win.core] for k in here]
                 x_tilde = reintegrate(xd, c, b, alphas)
-                s = np.asarray(sil[win.core])
-                r = public_mask([s[:, ids[k]] for k in here], alphas=alphas, boxes=b, crop_size=size)
+                s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, {ids[k] for k in here})
+                none = np.zeros(xd.shape[:3], bool)
+                r = public_mask([s.get(ids[k], none) for k in here], alphas=alphas, boxes=b, crop_size=size)
                 del alphas, c, s
             else:
                 x_tilde, r = xd.copy(), np.zeros(xd.shape[:3], bool)

@@ -14,6 +14,7 @@ import numpy as np
 
 from anonymask.models.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import TrackWriters, alive, span_of
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.motion import motion_prefix
@@ -44,21 +45,26 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     n = len(tracks)
     _, face_ids = face_landmarks(body)
     covered = 0
+    # a silhouette exists only where its track is valid: each track's masks are stored over its
+    # own frames (storage/tracks.py), and a window poses and renders only the tracks alive in it
+    spans = np.array([span_of(tr.valid) for tr in tracks], np.int64).reshape(-1, 2)
+    f_tracks = TrackWriters(w, "render/track_masks", (h, wd), bool, spans)
     with contextlib.ExitStack() as stack:
-        f_rgb, f_depth, f_mask, f_tracks, f_joints, f_face5, f_face = (
+        f_rgb, f_depth, f_mask, f_joints, f_face5, f_face = (
             stack.enter_context(w.frames(name, shape, dtype, t_len)) for name, shape, dtype in (
                 ("render/rgb", (h, wd, 3), np.uint8), ("render/depth", (h, wd), np.float32),
-                ("render/mask", (h, wd), bool), ("render/track_masks", (n, h, wd), bool),
+                ("render/mask", (h, wd), bool),
                 # joints and the 5 face keypoints (nose, r/l eye, r/l ear) come with the render (NaN
                 # when absent); per frame too, so a long video never holds them whole either
                 ("render/joints2d", (n, 52, 2), np.float32), ("render/face5_2d", (n, 5, 2), np.float32),
                 ("render/face_2d", (n, len(face_ids), 2), np.float32)))
         for win in frame_windows(t_len, cfg["window"]):
-            part = [tr.slice(win.core) for tr in tracks]
+            m = win.core_stop - win.core_start
+            here = alive(spans, win.core_start, win.core_stop)  # a track invalid in every frame draws nothing
+            part = [tracks[j].slice(win.core) for j in here]
             if part:
-                out = render_sequence(body, part, avatars, camera)
+                out = render_sequence(body, part, [avatars[j] for j in here], camera)
             else:  # nobody to draw: empty layers of the window's length
-                m = win.core_stop - win.core_start
                 out = {"rgb": np.zeros((m, h, wd, 3), np.uint8), "depth": np.zeros((m, h, wd), np.float32),
                        "masks": np.zeros((m, 0, h, wd), bool), "joints": np.zeros((m, 0, 52, 3), np.float32),
                        "keypoints": np.zeros((m, 0, 21, 3), np.float32)}
@@ -66,15 +72,21 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             f_depth.write(out["depth"])
             any_mask = out["masks"].any(axis=1)
             f_mask.write(any_mask)
-            f_tracks.write(out["masks"])
+            f_tracks.write(win.core_start, win.core_stop, {j: out["masks"][:, k] for k, j in enumerate(here)})
             covered += int(np.count_nonzero(any_mask))
-            f_joints.write(camera.project(out["joints"]).astype(np.float32))
-            f_face5.write(camera.project(out["keypoints"][..., :5, :]).astype(np.float32))
-            face = np.full((win.core_stop - win.core_start, n, len(face_ids), 2), np.nan, np.float32)
-            for j, tr in enumerate(part):
+            joints = np.full((m, n, 52, 2), np.nan, np.float32)
+            face5 = np.full((m, n, 5, 2), np.nan, np.float32)
+            face = np.full((m, n, len(face_ids), 2), np.nan, np.float32)
+            for k, (j, tr) in enumerate(zip(here, part)):
+                joints[:, j] = camera.project(out["joints"][:, k]).astype(np.float32)
+                face5[:, j] = camera.project(out["keypoints"][:, k, :5, :]).astype(np.float32)
                 ok = tr.valid
                 if ok.any():
                     face[ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
+            f_joints.write(joints)
+            f_face5.write(face5)
             f_face.write(face)
+            del out
+    f_tracks.close()
     w.write("render/avatar_ids", np.array([a.index for a in avatars], np.int32), frame_chunked=False)
     w.metric(avatars=[int(a.index) for a in avatars], render_fraction=covered / float(max(t_len * h * wd, 1)))

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import TrackWriters, read_spans, read_window
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
@@ -67,8 +68,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     segmenter = stage_backend("segment", cfg)
     inputs = SegmentInputs(frames=lambda a, z: np.asarray(raw[a:z]),
                            stored=lambda name, a, z: entry.read(name, slice(a, z)) if entry.has_array(name) else None)
-    sil_all = entry.array("render/track_masks")
-    n = int(sil_all.shape[1])
+    sil_spans = read_spans(entry, "render/track_masks")
+    n = int(sil_spans.shape[0])
     has_inst = entry.has_array("pose/instances")
     lut = entry.read("pose/instance_track") if has_inst else None
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
@@ -94,22 +95,29 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     with contextlib.ExitStack() as outs:  # streamed, one shard at a time (written at each close)
         hole_arr = outs.enter_context(w.frames("person_hole", (h, wd), bool, t_len))
         mask_arr = outs.enter_context(w.frames("person_mask", (h, wd), np.uint8, t_len))
-        track_arr = outs.enter_context(w.frames("person_track_alphas", (n, h, wd), np.uint8, t_len)) if n else None
+        # a track's alpha lives where its owner pixels (avatar or instance mask) are, widened by
+        # unflicker's reach: its own frames in the store (storage/tracks.py)
+        track_arr = TrackWriters(w, "person_track_alphas", (h, wd), np.uint8,
+                                 alpha_spans(entry, sil_spans, lut, t_len, b, win_frames)) if n else None
         for win in frame_windows(t_len, win_frames, context=b):  # context for unflicker
             a0, a1, t0, t1 = win.start, win.stop, win.core_start, win.core_stop
             seg_prob, filled = probs(a0, a1)
-            sil = np.asarray(sil_all[a0:a1]).astype(bool)  # (n_w, N, H, W)
+            sil = read_window(entry, "render/track_masks", a0, a1, spans=sil_spans)  # {j: (n_w, H, W)}
             inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut) if has_inst and n else None
             # only the people in this window: on a long video most tracks are elsewhere in time, and
             # a track with no pixels in the window has an all-zero mask here (same result, less memory)
-            active = [j for j in range(n) if sil[:, j].any() or (inst is not None and (inst == j).any())]
-            owners = [sil[:, j] | (inst == j) if inst is not None else sil[:, j] for j in active]
+            in_inst = set(np.unique(inst[inst >= 0]).tolist()) if inst is not None else set()
+            active = [j for j in range(n) if (j in sil and sil[j].any()) or j in in_inst]
+            none = np.zeros((a1 - a0, h, wd), bool)
+            owners = [(sil[j].astype(bool) if j in sil else none) | (inst == j) if inst is not None
+                      else np.asarray(sil[j], bool) for j in active]
             if inst is not None:
                 core = slice(t0 - a0, t1 - a0)
                 for j in active:
                     mine = inst[core] == j
                     inst_px[j] += int(mine.sum())
-                    inst_cov[j] += int((mine & grow(sil[core, j], cfg["replace_margin"])).sum())
+                    inst_cov[j] += int((mine & grow(sil[j][core] if j in sil else none[core],
+                                                    cfg["replace_margin"])).sum())
             del sil
             if static_px > 0:
                 def read(c0, c1, have=filled, a0=a0, a1=a1):  # the window's frames when they cover the block
@@ -122,11 +130,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))
             if track_arr is not None:
-                block = np.zeros((t1 - t0, n, h, wd), np.uint8)
-                for j, a in zip(active, pm.track_alphas):
-                    block[:, j] = _to_u8(a[core])
-                track_arr.write(block)
-                del block
+                track_arr.write(t0, t1, {j: _to_u8(a[core]) for j, a in zip(active, pm.track_alphas)})
             hole_px += int(pm.hole[core].sum())
             if has_gt:
                 gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
@@ -135,6 +139,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 inter += int((before & gt).sum())
                 union += int((before | gt).sum())
                 gt_px += int(gt.sum())
+    if track_arr is not None:
+        track_arr.close()
     w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)), grow_px=grow_px)
     if has_inst and n:
         cov = [inst_cov[j] / inst_px[j] for j in range(n) if inst_px[j] > 0]
@@ -189,6 +195,30 @@ class StillRegions:
             c0, c1 = max(a0, k * self.block) - a0, min(a0 + len(prob), (k + 1) * self.block) - a0
             np.maximum(out[c0:c1], reg.astype(np.float32)[None] * np.float32(self.thr + 1e-3), out=out[c0:c1])
         return out
+
+
+def alpha_spans(entry: VideoEntry, sil_spans: np.ndarray, lut: np.ndarray | None, t_len: int, unflicker: int,
+                window: int) -> np.ndarray:
+    """Per track, the frames its alpha can be non-zero in: where its avatar (``sil_spans``) or its
+    instance mask (``pose/instances``, read a window at a time) is, ``unflicker`` frames wider
+    (unflicker unions the owner's mask over that many frames either side)."""
+    n = len(sil_spans)
+    first = np.where(sil_spans[:, 0] < sil_spans[:, 1], sil_spans[:, 0], t_len).astype(np.int64)
+    last = np.where(sil_spans[:, 0] < sil_spans[:, 1], sil_spans[:, 1], 0).astype(np.int64)  # stop
+    if lut is not None and entry.has_array("pose/instances"):
+        labels = entry.array("pose/instances")
+        for win in frame_windows(t_len, window):
+            lab = lut_map(np.asarray(labels[win.core]), lut)
+            for k in range(lab.shape[0]):
+                for j in np.unique(lab[k]):
+                    if 0 <= j < n:
+                        first[j] = min(first[j], win.core_start + k)
+                        last[j] = max(last[j], win.core_start + k + 1)
+    out = np.zeros((n, 2), np.int64)
+    for j in range(n):
+        if first[j] < last[j]:
+            out[j] = max(0, first[j] - unflicker), min(t_len, last[j] + unflicker)
+    return out
 
 
 def lut_map(labels: np.ndarray, lut: np.ndarray) -> np.ndarray:

@@ -14,33 +14,34 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import has_tracks, read_window
+from anonymask.storage.tracks import track_count as count_tracks
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
 
-def track_alphas(entry: VideoEntry, frames: slice | None = None, tracks=None) -> list[np.ndarray | None]:
+def track_alphas(entry: VideoEntry, frames: slice, tracks=None) -> dict[int, np.ndarray]:
     """Reintegration alpha per track: its feathered person mask, and 1 on its avatar (an avatar
-    with a different body shape may reach outside the real person's mask). ``frames``: only
-    those frames (a window). ``tracks``: only these (None for the others). A track with no pixel
-    in those frames gets None, not an array of zeros: on a long video most tracks are elsewhere
-    in time, and float frames for each of them would make memory grow with the track count."""
-    sel = frames if frames is not None else slice(None)
-    sil = np.asarray(entry.array("render/track_masks")[sel])
-    alphas = np.asarray(entry.array("person_track_alphas")[sel]) if entry.has_array("person_track_alphas") else None
-    out: list[np.ndarray | None] = []
-    for j in range(sil.shape[1]):
-        s = sil[:, j]
-        a = alphas[:, j] if alphas is not None else None
-        if (tracks is not None and j not in tracks) or not (s.any() or (a is not None and a.any())):
-            out.append(None)
+    with a different body shape may reach outside the real person's mask), for ``frames`` (a
+    window). ``tracks``: only these. Only the tracks with a pixel in those frames are returned:
+    on a long video most tracks are elsewhere in time, and only the tracks alive in the window
+    are read at all (storage/tracks.py)."""
+    a, b = frames.start, frames.stop
+    sil = read_window(entry, "render/track_masks", a, b, tracks)
+    alphas = read_window(entry, "person_track_alphas", a, b, tracks) \
+        if has_tracks(entry, "person_track_alphas") else None
+    out: dict[int, np.ndarray] = {}
+    for j in sorted(set(sil) | set(alphas or ())):
+        s, al = sil.get(j), (alphas or {}).get(j)
+        if not ((s is not None and s.any()) or (al is not None and al.any())):
             continue
-        f = a.astype(np.float32) / 255.0 if a is not None else np.zeros(s.shape, np.float32)
-        out.append(np.maximum(f, s.astype(np.float32)))
+        f = al.astype(np.float32) / 255.0 if al is not None else np.zeros((b - a, *s.shape[1:]), np.float32)
+        out[j] = np.maximum(f, s.astype(np.float32)) if s is not None else f
     return out
 
 
 def track_count(entry: VideoEntry) -> int:
-    return int(entry.array("render/track_masks").shape[1])
+    return count_tracks(entry, "render/track_masks")
 
 
 @stage("tubelets", deps=("merge", "render", "segment"), backend=lambda c: "smooth-square")
@@ -58,9 +59,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     ext = np.full((n, t_len, 4), np.nan)
     present = np.zeros((n, t_len), bool)
     for win in windows:
-        for j, a in enumerate(track_alphas(entry, win.core)):
-            if a is not None:
-                ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
+        for j, a in track_alphas(entry, win.core).items():
+            ext[j, win.core], present[j, win.core] = mask_extents(a > 0)
     people = [j for j in range(n) if present[j].any()]
     boxes = {j: boxes_from_extents(ext[j], present[j], (h, wd), margin=cfg["margin"],
                                    sigma=cfg["smooth"]) for j in people}

@@ -55,7 +55,7 @@ def test_end_to_end_resume_and_config_change(prefect_api, tiny_copy, tmp_path):
         assert {"mask_iou", "background_psnr_db", "person_leak"} <= set(m)
     assert any(public_any)
     two = s.video("s01s02_a02_r01")
-    assert two.read("render/track_masks").shape[1] == 2  # one avatar per person
+    assert two.read("render/track_masks_spans").shape[0] == 2  # one avatar per person
     assert len(list(two.group["tubelets"].group_keys())) == 2
 
     # resume: nothing recomputed

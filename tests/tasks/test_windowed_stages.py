@@ -169,3 +169,140 @@ def test_pose4d_window_does_not_change_tracks(tmp_path):
     assert outs[5].keys() == outs[64].keys()
     for k, v in outs[64].items():
         np.testing.assert_array_equal(outs[5][k], v, err_msg=k)
+
+
+def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4):
+    """A store whose pose tracks are the tiny two-person video's first person (its 8 frames
+    repeated, camera scaled up ``scale`` times so frames are big enough to measure), one track
+    per entry of ``starts``, each valid on 2 frames only from its start; raw is black and the
+    ground-truth person mask empty (segment's ``gt`` backend)."""
+    import shutil
+
+    from anonymask.models.body.tracks import Camera
+    from anonymask.models.body.tracks_io import read_tracks, write_tracks
+
+    src = DatasetStore.open(tiny_anonymized)
+    vid = next(v for v in src.video_ids() if src.video(v).read("render/track_masks_spans").shape[0] == 2)
+    tracks, cam = read_tracks(src.video(vid), "pose")
+    cam = Camera(cam.fx * scale, cam.fy * scale, cam.cx * scale, cam.cy * scale, cam.width * scale,
+                 cam.height * scale)
+    reps = -(-frames // tracks[0].num_frames)
+    base = tracks[0].to_arrays()
+    out = []
+    for k, s in enumerate(starts):
+        arrays = {key: (np.concatenate([v] * reps)[:frames] if v.ndim and v.shape[0] == tracks[0].num_frames else v)
+                  for key, v in base.items()}
+        valid = np.zeros(frames, bool)
+        valid[s : s + 2] = True
+        arrays["valid"] = valid
+        out.append(type(tracks[0]).from_arrays(k, arrays))
+    shutil.rmtree(url, ignore_errors=True)
+    s = DatasetStore.create(url, "demo", stages=ORDER)
+    from anonymask.storage.store import VideoInfo
+
+    s.register_videos([VideoInfo("v")])
+    e = s.video("v")
+    h, w = cam.height, cam.width
+    with e.stage("ingest", backend="test") as wr:
+        wr.write("raw", np.zeros((frames, h, w, 3), np.uint8))
+        wr.write("gt/person_mask", np.zeros((frames, h, w), bool))
+    e.update_attrs(height=h, width=w, frames=frames)
+    with e.stage("pose4d", backend="test") as wr:
+        write_tracks(wr, "pose", out, cam)
+    return DatasetStore.open(url).video("v")
+
+
+def _peak(fn) -> int:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_path):
+    """Each track is stored over its own frames (its span), and a stage's memory does not grow
+    with tracks that are not alive in the window it computes: 16 tracks one after another (one
+    alive in every window of 2 frames) cost render and segment what one track costs. The old
+    (T, N, H, W) layout held every track in every window (and a whole shard of them)."""
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import render, segment
+
+    peaks = {}
+    for n in (1, 16):
+        e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"n{n}.zarr"), [2 * k for k in range(n)])
+        for name, fn in (("render", render.run), ("segment", segment.run)):
+            cfg = validate_stage(name, {"window": 2, **({"backend": "gt"} if name == "segment" else {})})
+
+            def go(name=name, fn=fn, cfg=cfg, e=e):
+                with e.stage(name, backend="test") as w:
+                    fn(e, cfg, w)
+
+            peaks[n, name] = _peak(go)
+        e = DatasetStore.open(str(tmp_path / f"n{n}.zarr")).video("v")
+        for arr in ("render/track_masks", "person_track_alphas"):
+            spans = e.read(f"{arr}_spans")
+            assert spans.shape == (n, 2)
+            assert not e.has_array(arr)  # no (T, N, H, W) array any more
+            for j, (a, b) in enumerate(spans):
+                assert e.array(f"{arr}/{j}").shape[0] == b - a
+            assert e.read("render/track_masks/0").shape[0] == 2 and e.read("render/track_masks/0").any()
+        np.testing.assert_array_equal(e.read("render/track_masks_spans"), [[2 * k, 2 * k + 2] for k in range(n)])
+        unflicker = validate_stage("segment", {})["unflicker"]
+        assert (e.read("person_track_alphas_spans")[:, 1] - e.read("person_track_alphas_spans")[:, 0]).max() \
+            <= 2 + 2 * unflicker
+    frame = 192 * 256  # pixels of one frame (the tiny camera scaled 4x)
+    old_shard = 32 * 16 * frame  # the old layout: one shard of (32, 16, H, W) bool track masks, 25 MB
+    for name in ("render", "segment"):
+        # what remains per track is zarr's per-array objects (~0.1-0.3 MB each, measured), not frames
+        assert peaks[16, name] - peaks[1, name] < old_shard // 4, (name, peaks)
+
+
+def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
+    """Each track's array is an output of its stage: verify names a deleted one (so repair
+    recomputes that stage), and the spans array too."""
+    import shutil
+
+    url = str(tmp_path / "d.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    s = DatasetStore.open(url)
+    vid = next(v for v in s.video_ids() if s.video(v).read("render/track_masks_spans").shape[0] == 2)
+    e = s.video(vid)
+    assert verify_store(s, deps=stage_deps()).ok
+    del e.group["render/track_masks"]["1"]
+    e.array("person_track_alphas_spans")[0, 0] = 5
+    res = verify_store(DatasetStore.open(url), deps=stage_deps())
+    lines = "\n".join(res.damaged)
+    assert "render/track_masks/1" in lines and "(stage render)" in lines, lines
+    assert "person_track_alphas_spans" in lines and "(stage segment)" in lines, lines
+
+
+def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
+    """render's record from before the per-track layout (its hash without the layout version)
+    is not trusted: render runs again and replaces the old (T, N, H, W) array."""
+    import shutil
+
+    from anonymask.models.stage_settings import hashed_settings, validate_stage
+    from anonymask.storage.hashing import config_hash
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "o.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    cfg = pipeline_config("demo", GT)
+    old = {k: v for k, v in hashed_settings("render", validate_stage("render", cfg.get("render"))).items()
+           if k != "_layout"}
+    recs = e.records()
+    recs["render"] = dict(recs["render"], config_hash=config_hash(old))
+    e.group.attrs["stages"] = recs
+    del e.group["render/track_masks"]
+    e.write_array("render/track_masks", np.zeros((e.num_frames, 1, 4, 4), bool))  # the old layout
+    assert execute_stage(url, e.video_id, "render", cfg)["status"] == "done"
+    e = DatasetStore.open(url).video(e.video_id)
+    assert not e.has_array("render/track_masks") and e.has_array("render/track_masks/0")
+    assert execute_stage(url, e.video_id, "render", cfg)["status"] == "skipped"
