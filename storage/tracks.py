@@ -76,11 +76,6 @@ def read_window(entry: VideoEntry, name: str, a: int, b: int, tracks=None,
     return out
 
 
-def read_track(entry: VideoEntry, name: str, j: int, t_len: int) -> np.ndarray | None:
-    """Track ``j`` over all ``t_len`` frames (zeros outside its span; None: no frames at all)."""
-    return read_window(entry, name, 0, t_len, tracks={j}).get(j)
-
-
 class TrackWriters:
     """Streams per-track frames window by window (windows in order, covering the video): a
     track's writer opens at the first window meeting its span and closes (its last shard

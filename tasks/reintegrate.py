@@ -40,7 +40,9 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
         for win in frame_windows(t_len, cfg["window"]):
             xd = np.asarray(x_dot[win.core])
-            alphas_all = track_alphas(entry, win.core, tracks=set(ids)) if ids else {}
+            # the avatars' silhouettes, read once: for the alphas and for the public mask
+            s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, set(ids)) if ids else {}
+            alphas_all = track_alphas(entry, win.core, tracks=set(ids), sil=s) if ids else {}
             # the tubelets with pixels in this window (the others change nothing here)
             here = [k for k, j in enumerate(ids) if j in alphas_all]
             if here:
@@ -48,7 +50,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 c = [np.asarray(crops[k][win.core]) for k in here]
                 b = [boxes[k][win.core] for k in here]
                 x_tilde = reintegrate(xd, c, b, alphas)
-                s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, {ids[k] for k in here})
                 none = np.zeros(xd.shape[:3], bool)
                 r = public_mask([s.get(ids[k], none) for k in here], alphas=alphas, boxes=b, crop_size=size)
                 del alphas, c, s

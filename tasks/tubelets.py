@@ -20,14 +20,17 @@ from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 
 
-def track_alphas(entry: VideoEntry, frames: slice, tracks=None) -> dict[int, np.ndarray]:
+def track_alphas(entry: VideoEntry, frames: slice, tracks=None, sil: dict[int, np.ndarray] | None = None
+                 ) -> dict[int, np.ndarray]:
     """Reintegration alpha per track: its feathered person mask, and 1 on its avatar (an avatar
     with a different body shape may reach outside the real person's mask), for ``frames`` (a
     window). ``tracks``: only these. Only the tracks with a pixel in those frames are returned:
     on a long video most tracks are elsewhere in time, and only the tracks alive in the window
-    are read at all (storage/tracks.py)."""
+    are read at all (storage/tracks.py). ``sil``: the window's avatar silhouettes
+    (``read_window`` of ``render/track_masks``) when the caller has read them already."""
     a, b = frames.start, frames.stop
-    sil = read_window(entry, "render/track_masks", a, b, tracks)
+    if sil is None:
+        sil = read_window(entry, "render/track_masks", a, b, tracks)
     alphas = read_window(entry, "person_track_alphas", a, b, tracks) \
         if has_tracks(entry, "person_track_alphas") else None
     out: dict[int, np.ndarray] = {}

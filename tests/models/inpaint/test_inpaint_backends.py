@@ -107,10 +107,10 @@ def _static_person_video(t=120, h=24, w=32):
     return bg, video, hole
 
 
-def test_streamed_median_never_copies_a_person_back():
+def _stream(inpainter, video, hole, **windows):
+    """``inpaint_stream`` over in-memory arrays: (the output, the length of every read)."""
     from anonymask.models.inpaint.backends import inpaint_stream
 
-    bg, video, hole = _static_person_video()
     out = np.zeros_like(video)
     reads = []
 
@@ -121,7 +121,14 @@ def test_streamed_median_never_copies_a_person_back():
     def write(t0, frames):
         out[t0:t0 + len(frames)] = frames
 
-    inpaint_stream(get_inpainter("temporal_median"), read, len(video), write, window=32)
+    inpaint_stream(inpainter, read, len(video), write, **windows)
+    return out, reads
+
+
+def test_streamed_median_never_copies_a_person_back():
+
+    bg, video, hole = _static_person_video()
+    out, reads = _stream(get_inpainter("temporal_median"), video, hole, window=32)
     assert max(reads) <= 32 + 2 * 16  # bounded by the window and its context
     # no person colour anywhere in the output; outside the hole the frames are untouched
     assert not (np.abs(out.astype(int) - (250, 10, 250)).max(-1) < 60).any()
@@ -136,23 +143,12 @@ def test_streamed_median_matches_the_whole_video_median_on_a_static_background()
     """Windows of 8 frames (+2 context) instead of one median over all 40 frames: the same output
     when the background does not change (a pixel a window never uncovers takes the median of the
     frames sampled over the whole video, here all of them), and every window's read is bounded."""
-    from anonymask.models.inpaint.backends import inpaint_stream
 
     video, bg, mask = moving_person(t=40)
     video = np.where(mask[..., None], video, bg[None])  # no brightness flicker: a static background
     inp = get_inpainter("temporal_median", method="telea", radius=3)
     whole = inp.inpaint(video, mask)
-    out = np.zeros_like(video)
-    reads = []
-
-    def read(a, b):
-        reads.append(b - a)
-        return video[a:b], mask[a:b]
-
-    def write(t0, frames):
-        out[t0:t0 + len(frames)] = frames
-
-    inpaint_stream(inp, read, len(video), write, window=8, context=2)
+    out, reads = _stream(inp, video, mask, window=8, context=2)
     assert max(reads) <= 8 + 2 * 2
     np.testing.assert_array_equal(out, whole)
     assert psnr(out, np.broadcast_to(bg, video.shape), mask) > 45
