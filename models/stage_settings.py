@@ -88,6 +88,8 @@ class TubeletSettings(StageSettings):
     margin: float = Field(0.15, ge=0.0, le=1.0)
     smooth: float = Field(3.0, ge=0.0)
     window: int = _window()
+    open_writers: int = Field(16, ge=1, json_schema_extra={"hashed": False},
+                              description="tubelets cropped per pass over the video: memory only")
 
 
 class ConditionSettings(StageSettings):

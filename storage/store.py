@@ -565,10 +565,12 @@ class StageWriter:
         self.outputs[name] = self.entry.write_array(name, data, frame_chunked=frame_chunked)
 
     @contextlib.contextmanager
-    def frames(self, name: str, frame_shape, dtype, frames: int | None = None) -> Iterator[FrameArrayWriter]:
+    def frames(self, name: str, frame_shape, dtype, frames: int | None = None,
+               shard_bytes: int | None = None) -> Iterator[FrameArrayWriter]:
         """Stream a frame-chunked output: ``with w.frames("merged", (H, W, 3), np.uint8, T) as f:
-        f.write(block)``; the array becomes an output of the stage when the block closes."""
-        fw = self.entry.frame_writer(name, frame_shape, dtype, frames=frames)
+        f.write(block)``; the array becomes an output of the stage when the block closes.
+        ``shard_bytes``: a smaller shard (and buffer), for a stage that writes many arrays at once."""
+        fw = self.entry.frame_writer(name, frame_shape, dtype, frames=frames, shard_bytes=shard_bytes)
         yield fw
         self.outputs[name] = fw.close()
 

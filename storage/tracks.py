@@ -18,7 +18,7 @@ import numpy as np
 
 from anonymask.storage.store import SHARD_BYTES, StageWriter, VideoEntry
 
-#: shard size of a per-track array: a stage writes one per alive track at once, each writer
+#: shard size of a per-track array (and of a tubelet's): a stage writes one per alive track at once, each writer
 #: holding up to a shard (64 MiB x several tracks was more than the old single (T,N,H,W) shard)
 TRACK_SHARD_BYTES = SHARD_BYTES // 8
 

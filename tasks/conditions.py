@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import TRACK_SHARD_BYTES
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
@@ -47,7 +48,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         inv_range = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
         with contextlib.ExitStack() as stack:
             out_d, out_p, out_f = (stack.enter_context(w.frames(f"tubelets/{j}/cond_{k}", (size, size, 3), np.uint8,
-                                                                  t_len)) for k in ("depth", "pose", "face"))
+                                                                  t_len, shard_bytes=TRACK_SHARD_BYTES))
+                                   for k in ("depth", "pose", "face"))
             for win in windows:
                 b = boxes[win.core]
                 out_d.write(depth_condition(depth_crop(boxes, size, win), inv_range=inv_range))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.tracks import TRACK_SHARD_BYTES
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
@@ -71,7 +72,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     refiner = None if cfg["backend"] == "none" else get_refiner(cfg)
     for j in tubelet_ids(entry):
         rgb = entry.array(f"tubelets/{j}/rgb")
-        with w.frames(f"tubelets/{j}/refined", rgb.shape[1:], np.uint8, int(rgb.shape[0])) as out:
+        with w.frames(f"tubelets/{j}/refined", rgb.shape[1:], np.uint8, int(rgb.shape[0]),
+                      shard_bytes=TRACK_SHARD_BYTES) as out:
             if refiner is None:
                 for win in frame_windows(int(rgb.shape[0]), cfg["copy_window"]):
                     out.write(np.asarray(rgb[win.core]))

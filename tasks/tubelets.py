@@ -3,7 +3,10 @@ and the fixed-size crops of x_ddot -> ``tubelets/<j>/{box,rgb}``.
 
 Two passes over windows of frames, so memory does not grow with the video: pass 1 gathers each
 person's tight box per frame (four numbers a frame), the boxes are smoothed over the whole video
-at once, pass 2 crops ``merged`` window by window.
+at once, pass 2 crops ``merged`` window by window. A tubelet spans the whole video (its box is
+held before and after its person), so pass 2 writes at most ``open_writers`` tubelets per pass
+over ``merged``, each through a small shard buffer: memory does not grow with the number of
+tracks either, which a long video with people coming and going accumulates.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.tracks import has_tracks, read_window
+from anonymask.storage.tracks import TRACK_SHARD_BYTES, has_tracks, read_window
 from anonymask.storage.tracks import track_count as count_tracks
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
@@ -69,13 +72,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                                    sigma=cfg["smooth"]) for j in people}
     for j in people:
         w.write(f"tubelets/{j}/box", boxes[j].astype(np.float32), frame_chunked=False)
-    with contextlib.ExitStack() as stack:
-        crops = [stack.enter_context(w.frames(f"tubelets/{j}/rgb", (size, size, 3), np.uint8, t_len))
-                 for j in people]
-        for win in windows:
-            block = np.asarray(merged[win.core])
-            for j, out in zip(people, crops):
-                out.write(crop_tubelet(block, boxes[j][win.core], size))
+    batch = cfg["open_writers"]
+    for first in range(0, len(people), batch):
+        group = people[first : first + batch]
+        with contextlib.ExitStack() as stack:
+            crops = [stack.enter_context(w.frames(f"tubelets/{j}/rgb", (size, size, 3), np.uint8, t_len,
+                                                  shard_bytes=TRACK_SHARD_BYTES)) for j in group]
+            for win in windows:
+                block = np.asarray(merged[win.core])
+                for j, out in zip(group, crops):
+                    out.write(crop_tubelet(block, boxes[j][win.core], size))
     w.metric(tubelets=n, tubelet_size=size)
 
 

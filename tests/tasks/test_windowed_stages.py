@@ -45,6 +45,7 @@ def test_window_size_does_not_change_any_result(tiny_dataset, tiny_anonymized, t
     small = {**GT, **{s: {"window": 3} for s in WINDOWED}}
     small["segment"] = {**GT["segment"], "window": 3}
     small["refine"] = {"copy_window": 3}
+    small["tubelets"] = {"window": 3, "open_writers": 1}  # one tubelet per pass over ``merged``
     small["inpaint"] = {"window": 3}  # (context 16: the 8-frame videos stay one median window)
     windowed = anonymize_all(tiny_dataset, str(tmp_path / "b.zarr"), small)
     for vid in whole.video_ids():
@@ -261,6 +262,36 @@ def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_pat
     for name in ("render", "segment"):
         # what remains per track is zarr's per-array objects (~0.1-0.3 MB each, measured), not frames
         assert peaks[16, name] - peaks[1, name] < old_shard // 4, (name, peaks)
+
+
+def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path):
+    """A tubelet spans the whole video, so 16 tracks are 16 full-length crops: ``tubelets`` writes
+    ``open_writers`` of them per pass over ``merged``, and its peak with 16 tracks stays near one
+    track's (all 16 writers at once held 16 buffers of crops, ~25 MB here)."""
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import render, segment, tubelets
+
+    frames = 32
+    peaks = {}
+    for n in (1, 16):
+        e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"t{n}.zarr"), [2 * k for k in range(n)],
+                                frames=frames)
+        for name, fn in (("render", render.run), ("segment", segment.run)):
+            with e.stage(name, backend="test") as w:
+                fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+        with e.stage("merge", backend="test") as w:
+            w.write("merged", np.zeros((frames, int(e.attrs["height"]), int(e.attrs["width"]), 3), np.uint8))
+        cfg = validate_stage("tubelets", {"window": 8, "open_writers": 2})
+
+        def go(cfg=cfg, e=e):
+            with e.stage("tubelets", backend="test") as w:
+                tubelets.run(e, cfg, w)
+
+        peaks[n] = _peak(go)
+        assert tubelets.tubelet_ids(e) == list(range(n))
+        assert all(e.array(f"tubelets/{j}/rgb").shape[0] == frames for j in range(n))
+    crops = 16 * frames * 128 * 128 * 3  # every tubelet's crops, as 16 open writers buffered them
+    assert peaks[16] - peaks[1] < crops // 3, peaks
 
 
 def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
