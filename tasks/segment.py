@@ -130,7 +130,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))
             if track_arr is not None:
-                track_arr.write(t0, t1, {j: _to_u8(a[core]) for j, a in zip(active, pm.track_alphas)})
+                track_arr.write(t0, t1, {j: _to_u8(pm.track_alpha(k, core)) for k, j in enumerate(active)})
             hole_px += int(pm.hole[core].sum())
             if has_gt:
                 gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)

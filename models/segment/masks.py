@@ -213,13 +213,27 @@ class PersonMasks:
 
     hole: (T,H,W) bool, the grown, unflickered person mask q: inpaint exactly these pixels.
     alpha: (T,H,W) float32, ``feather(hole)``: 1 on the hole, soft band outside it.
-    track_alphas: one (T,H,W) float32 per track (feathered share of the hole near that track's
-    silhouette): the reintegration alphas and, thresholded at > 0, the tubelet masks.
+    track_holes: (N,T,H,W) bool, each track's share of the hole (the hole pixels nearest to its
+    silhouette, and the silhouette itself).
+    ``track_alpha(k, frames)``: track k's feathered share, the reintegration alpha and (> 0) the
+    tubelet mask. Computed on demand, one track at a time: a window's float alphas of every track
+    at once were most of the segment stage's memory.
     """
 
     hole: np.ndarray
     alpha: np.ndarray
-    track_alphas: list[np.ndarray]
+    track_holes: np.ndarray
+    sigma: float
+
+    def track_alpha(self, k: int, frames: slice = slice(None)) -> np.ndarray:
+        """(T,H,W) float32 alpha of track ``k`` over ``frames`` (feathering is per frame, so a
+        slice of frames equals the same frames of the whole)."""
+        return feather(self.track_holes[k][frames], self.sigma)
+
+    @property
+    def track_alphas(self) -> list[np.ndarray]:
+        """Every track's alpha (all in memory at once: for small clips and tests)."""
+        return [self.track_alpha(k) for k in range(len(self.track_holes))]
 
 
 def build_person_masks(
@@ -243,9 +257,9 @@ def build_person_masks(
     m = person_mask(prob, silhouettes if silhouettes_in_hole else None, threshold)
     hole = grow(unflicker(m, window), grow_pixels)
     alpha = feather(hole, sigma)
-    tracks: list[np.ndarray] = []
+    tracks = np.zeros((0, *hole.shape), bool)
     if silhouettes is not None:
         sil = [silhouettes] if isinstance(silhouettes, np.ndarray) and silhouettes.ndim == 3 else list(silhouettes)
         sil = [grow(unflicker(as_bool(s), window), grow_pixels) for s in sil]
-        tracks = [feather(t, sigma) for t in assign_to_tracks(hole, sil, max_distance)]
-    return PersonMasks(hole=hole, alpha=alpha, track_alphas=tracks)
+        tracks = assign_to_tracks(hole, sil, max_distance)
+    return PersonMasks(hole=hole, alpha=alpha, track_holes=tracks, sigma=sigma)

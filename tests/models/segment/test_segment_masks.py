@@ -171,6 +171,7 @@ def test_build_person_masks_chain_and_track_split():
     assert np.all(pm.alpha[pm.hole] == 1.0) and (pm.alpha > 0).sum() > pm.hole.sum()
     assert len(pm.track_alphas) == 2
     a0, a1 = pm.track_alphas
+    np.testing.assert_array_equal(pm.track_alpha(0, slice(2, 5)), a0[2:5])  # per frame: a slice is the same
     assert a0[3, 8, 14] == 1.0 and a1[3, 8, 14] == 0.0  # the hair goes to the nearest track
     covered = (a0 >= 1) | (a1 >= 1)
     assert np.array_equal(covered, pm.hole)  # every hole pixel belongs to a track here
