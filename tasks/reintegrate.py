@@ -49,9 +49,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 alphas = [alphas_all[ids[k]] for k in here]
                 c = [np.asarray(crops[k][win.core]) for k in here]
                 b = [boxes[k][win.core] for k in here]
-                x_tilde = reintegrate(xd, c, b, alphas)
+                x_tilde = reintegrate(xd, c, b, alphas, alpha_scale=255)
                 none = np.zeros(xd.shape[:3], bool)
-                r = public_mask([s.get(ids[k], none) for k in here], alphas=alphas, boxes=b, crop_size=size)
+                r = public_mask([s.get(ids[k], none) for k in here], alphas=alphas, boxes=b, crop_size=size,
+                                alpha_scale=255)
                 del alphas, c, s
             else:
                 x_tilde, r = xd.copy(), np.zeros(xd.shape[:3], bool)

@@ -25,12 +25,14 @@ from anonymask.tasks.common import stage
 
 def track_alphas(entry: VideoEntry, frames: slice, tracks=None, sil: dict[int, np.ndarray] | None = None
                  ) -> dict[int, np.ndarray]:
-    """Reintegration alpha per track: its feathered person mask, and 1 on its avatar (an avatar
-    with a different body shape may reach outside the real person's mask), for ``frames`` (a
-    window). ``tracks``: only these. Only the tracks with a pixel in those frames are returned:
-    on a long video most tracks are elsewhere in time, and only the tracks alive in the window
-    are read at all (storage/tracks.py). ``sil``: the window's avatar silhouettes
-    (``read_window`` of ``render/track_masks``) when the caller has read them already."""
+    """Reintegration alpha per track, uint8 0..255 (read with ``alpha_scale=255``): its feathered
+    person mask, and 255 on its avatar (an avatar with a different body shape may reach outside
+    the real person's mask), for ``frames`` (a window). ``tracks``: only these. Only the tracks
+    with a pixel in those frames are returned: on a long video most tracks are elsewhere in time,
+    and only the tracks alive in the window are read at all (storage/tracks.py). ``sil``: the
+    window's avatar silhouettes (``read_window`` of ``render/track_masks``) when the caller has
+    read them already. uint8, as stored: a window of float alphas for every alive track was most
+    of reintegrate's memory."""
     a, b = frames.start, frames.stop
     if sil is None:
         sil = read_window(entry, "render/track_masks", a, b, tracks)
@@ -41,8 +43,8 @@ def track_alphas(entry: VideoEntry, frames: slice, tracks=None, sil: dict[int, n
         s, al = sil.get(j), (alphas or {}).get(j)
         if not ((s is not None and s.any()) or (al is not None and al.any())):
             continue
-        f = al.astype(np.float32) / 255.0 if al is not None else np.zeros((b - a, *s.shape[1:]), np.float32)
-        out[j] = np.maximum(f, s.astype(np.float32)) if s is not None else f
+        f = np.asarray(al, np.uint8) if al is not None else np.zeros((b - a, *s.shape[1:]), np.uint8)
+        out[j] = np.where(np.asarray(s, bool), np.uint8(255), f) if s is not None else f
     return out
 
 

@@ -35,10 +35,12 @@ def reintegrate(
     boxes: Sequence[np.ndarray],
     alphas: Sequence[np.ndarray],
     interpolation: str = "linear",
+    alpha_scale: int | None = None,
 ) -> np.ndarray:
     """x_tilde (T,H,W,3) uint8 from x_dot and, per track, crops (T,S,S,3), boxes (T,4), alphas (T,H,W).
 
-    alphas are the feathered person masks in frame coordinates (float in [0,1], bool or uint8).
+    alphas are the feathered person masks in frame coordinates (float in [0,1], bool or uint8;
+    ``alpha_scale=255`` reads uint8 alphas as 0..255 even where a block's values stay <= 1).
     Where a pasted crop does not fully cover a pixel (outside its box) the alpha is treated as 0, so
     nothing from outside a crop can appear; make the boxes contain the alpha's support
     (``tubelet_boxes`` on alpha > 0 does) or the soft edge is cut there.
@@ -57,7 +59,7 @@ def reintegrate(
                 f"reintegrate: track {j}: crops {np.shape(crops[j])}, boxes {np.shape(boxes[j])}, "
                 f"alphas {np.shape(alphas[j])} do not match video {x_dot.shape}"
             )
-    scales = [uint8_scale(a) for a in alphas]
+    scales = [alpha_scale or uint8_scale(a) for a in alphas]
     out = x_dot.copy()
     for t in range(t_len):
         pasted = []
@@ -98,6 +100,7 @@ def public_mask(
     border: str = "replicate",
     interpolation: str = "linear",
     margin: int = 1,
+    alpha_scale: int | None = None,
 ) -> np.ndarray:
     """r_final (T,H,W) bool: pixels of x_tilde whose value is entirely synthetic (public).
 
@@ -115,7 +118,8 @@ def public_mask(
       this module (e.g. a refine backend that resizes its crops). Use 0 for the exact set.
     Caveat: a diffusion refiner mixes the whole crop (VAE and attention receptive fields), so
     'synthetic' here follows the paper's convention: a refined avatar pixel counts as public.
-    ``render_masks``: the union of all avatars (T,H,W), or one mask per track.
+    ``render_masks``: the union of all avatars (T,H,W), or one mask per track. ``alpha_scale``:
+    as in :func:`reintegrate`.
     """
     if isinstance(render_masks, np.ndarray) and render_masks.ndim == 3:
         synthetic = as_full(render_masks)
@@ -136,7 +140,7 @@ def public_mask(
             raise ValueError(f"public_mask: {len(alphas)} alphas but {len(boxes)} box tracks")
         real = (~synthetic).astype(np.float32)
         real_crops = [crop_tubelet(real, b, crop_size, border=border, interpolation=interpolation) for b in boxes]
-        scales = [uint8_scale(a) for a in alphas]
+        scales = [alpha_scale or uint8_scale(a) for a in alphas]
         public = np.zeros_like(synthetic)
         for t in range(t_len):
             pasted = []

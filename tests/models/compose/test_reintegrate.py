@@ -64,6 +64,27 @@ def test_reintegrate_full_alpha_shows_the_crop_exactly():
         reintegrate(x_dot, [crop], [box], [alpha, alpha])
 
 
+def test_uint8_alphas_with_an_explicit_scale_are_read_as_0_to_255():
+    """A window of a stored 0..255 alpha may hold only faint values (<= 1, the feather's tail):
+    with ``alpha_scale=255`` they stay faint; guessed from the block they would be read as 0/1 and
+    paste the crop fully over the real pixels."""
+    rng = np.random.default_rng(2)
+    x_dot = rng.integers(0, 256, (T, H, W, 3), dtype=np.uint8)
+    content = rng.integers(0, 256, (T, H, W, 3), dtype=np.uint8)
+    box = np.tile(np.array([[10.0, 8.0, 10.0 + S, 8.0 + S]]), (T, 1))
+    crop = crop_tubelet(content, box, S)
+    faint = np.zeros((T, H, W), np.uint8)
+    faint[:, 12:50, 14:54] = 1  # 1/255
+    out = reintegrate(x_dot, [crop], [box], [faint], alpha_scale=255)
+    diff = np.abs(out.astype(int) - x_dot.astype(int))[:, 12:50, 14:54]
+    assert 0 < diff.max() <= 1
+    guessed = reintegrate(x_dot, [crop], [box], [faint])
+    assert np.array_equal(guessed[:, 12:50, 14:54], content[:, 12:50, 14:54])
+    full = (faint * 255).astype(bool)
+    assert not public_mask([full], alphas=[faint], boxes=[box], crop_size=S, alpha_scale=255).any()
+    assert public_mask([full], alphas=[faint], boxes=[box], crop_size=S).any()
+
+
 def test_alpha_outside_the_box_is_ignored():
     rng = np.random.default_rng(2)
     x_dot = rng.integers(0, 256, (T, H, W, 3), dtype=np.uint8)
