@@ -123,6 +123,8 @@ def estimate_people(
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
         hold_end(tr, filled, gap, (h, w), max_gap)
+        hold_start(tr, filled, gap, np.stack([raw[i][4] for i in range(len(raw)) if i not in group]
+                                             or [np.full((t_len, 4), np.nan, np.float32)]), max_gap)
         extend_at_border(tr, filled, gap, (h, w), max_gap)
         for i in group:
             lut[i] = len(tracks)
@@ -205,21 +207,49 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
     frame (farther than ``edge`` of its size from every border) but ends before the video does is
     held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
     segment removes the box and the avatar stays). In place, on the track, its boxes and gaps."""
-    h, w = hw
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0 or seen[-1] >= len(boxes) - 1:
         return
     last = int(seen[-1])
-    x0, y0, x1, y1 = boxes[last]
-    if x0 < edge * w or y0 < edge * h or x1 > (1 - edge) * w or y1 > (1 - edge) * h:
+    if _at_border(boxes[last], hw, edge):
         return  # at the border: they may have left
-    end = min(len(boxes), last + 1 + int(frames))
-    boxes[last + 1 : end] = boxes[last]
-    gap[last + 1 : end] = True
+    _hold(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
+
+
+def hold_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,
+               min_overlap: float = 0.2) -> None:
+    """A person found late while overlapping someone else was most likely there before, half
+    hidden behind that person or merged with them in the detector's eyes (hard_three: the woman
+    behind the man, found at frame 5, shown in frames 0-4). Such a track is held for up to
+    ``frames`` frames before its first one (first box, first pose, bridged frames). ``others``:
+    (M,T,4) boxes of the other people (NaN where absent); overlapping = at least ``min_overlap``
+    of the first box's area inside one of their boxes at that frame. A person appearing in the
+    open (entering from behind a tree, a door) is not held: there is nobody to have hidden them,
+    and an avatar there would stand where nobody is seen. In place, like :func:`hold_end`."""
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    if seen.size == 0 or seen[0] == 0:
+        return
+    first = int(seen[0])
+    b = boxes[first]
+    area = max(float((b[2] - b[0]) * (b[3] - b[1])), 1e-6)
+    for o in np.asarray(others, np.float32).reshape(-1, *boxes.shape)[:, first]:
+        if not np.all(np.isfinite(o)):
+            continue
+        iw = max(0.0, min(b[2], o[2]) - max(b[0], o[0]))
+        ih = max(0.0, min(b[3], o[3]) - max(b[1], o[1]))
+        if iw * ih >= min_overlap * area:
+            _hold(track, boxes, gap, first, slice(max(0, first - int(frames)), first))
+            return
+
+
+def _hold(track, boxes: np.ndarray, gap: np.ndarray, src: int, held: slice) -> None:
+    """Frames ``held`` take frame ``src``'s box and pose, as bridged frames."""
+    boxes[held] = boxes[src]
+    gap[held] = True
     for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
         arr = getattr(track, key)
-        arr[last + 1 : end] = arr[last]
-    track.valid[last + 1 : end] = True
+        arr[held] = arr[src]
+    track.valid[held] = True
 
 
 def _at_border(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:

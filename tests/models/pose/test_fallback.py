@@ -64,6 +64,35 @@ def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
     assert not g2.any() and np.isnan(edge[6:]).all()
 
 
+def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_is_not():
+    """hard_three: the woman behind the man is found at frame 5; frames 0-4 showed her. Sports2D:
+    the walker stepping out from behind a tree was hidden before: no avatar there."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import hold_start
+
+    def late_track():
+        boxes = np.full((10, 4), np.nan, np.float32)
+        boxes[5:] = [100, 50, 140, 150]
+        tr = SMPLHTrack.rest(0, 10)
+        tr.valid[:5] = False
+        tr.transl[5:] = [0.1, 0.2, 3.0]
+        return tr, boxes, np.zeros(10, bool)
+
+    man = np.full((1, 10, 4), np.nan, np.float32)
+    man[0, :] = [80, 40, 125, 160]  # covers the woman's left part (25 of 40 px)
+    tr, boxes, gap = late_track()
+    hold_start(tr, boxes, gap, man, frames=3)
+    assert gap.tolist() == [False] * 2 + [True] * 3 + [False] * 5 and tr.valid.tolist() == [False] * 2 + [True] * 8
+    assert np.allclose(boxes[2], [100, 50, 140, 150]) and np.isnan(boxes[1]).all()
+    assert np.allclose(tr.transl[2], [0.1, 0.2, 3.0])
+    far = man.copy()
+    far[0, :] = [200, 40, 245, 160]  # someone elsewhere in the frame
+    for others in (far, np.full((0, 10, 4), np.nan, np.float32)):
+        tr, boxes, gap = late_track()
+        hold_start(tr, boxes, gap, others, frames=3)
+        assert not gap.any() and np.isnan(boxes[:5]).all() and not tr.valid[:5].any()
+
+
 def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and_entering_likewise():
     """hard_enter_leave: the walker is a quarter body at the right edge for 7 frames after the
     landmark model lets them go (and at the left edge before it finds them)."""
