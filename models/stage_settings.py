@@ -191,14 +191,22 @@ def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
 #: (storage/tracks.py).
 LAYOUT_VERSIONS = {"render": 2, "segment": 2}
 
+#: stages whose results changed to close a privacy leak: the version joins their hash, so a store
+#: computed by older code is recomputed from that stage on instead of keeping a person the old
+#: code left visible. pose4d 2: still people found by the anchored scan (issue 8b) and a person
+#: found late behind someone held before (``hold_start``).
+PRIVACY_VERSIONS = {"pose4d": 2}
+
 
 def hashed_settings(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
     """What the stage hash covers: every validated setting except the ``hashed=False`` ones, and
-    the stage's layout version when it has one."""
+    the stage's layout and privacy versions when it has them."""
     skip = _unhashed(STAGE_SETTINGS[stage]) if stage in STAGE_SETTINGS else set()
     out = {k: v for k, v in settings.items() if k not in skip}
     if stage in LAYOUT_VERSIONS:
         out["_layout"] = LAYOUT_VERSIONS[stage]
+    if stage in PRIVACY_VERSIONS:
+        out["_privacy"] = PRIVACY_VERSIONS[stage]
     return out
 
 

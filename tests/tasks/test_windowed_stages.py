@@ -337,3 +337,26 @@ def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
     e = DatasetStore.open(url).video(e.video_id)
     assert not e.has_array("render/track_masks") and e.has_array("render/track_masks/0")
     assert execute_stage(url, e.video_id, "render", cfg)["status"] == "skipped"
+
+
+def test_a_pose_computed_before_a_privacy_fix_is_recomputed(tiny_anonymized, tmp_path):
+    """pose4d's record from before its privacy version (people the older code left visible) is
+    not trusted: pose4d runs again, then is skipped."""
+    import shutil
+
+    from anonymask.models.stage_settings import PRIVACY_VERSIONS, hashed_settings, validate_stage
+    from anonymask.storage.hashing import config_hash
+    from anonymask.tasks.common import execute_stage
+
+    assert PRIVACY_VERSIONS["pose4d"] >= 2
+    url = str(tmp_path / "p.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    cfg = pipeline_config("demo", GT)
+    old = {k: v for k, v in hashed_settings("pose4d", validate_stage("pose4d", cfg.get("pose4d"))).items()
+           if k != "_privacy"}
+    recs = e.records()
+    recs["pose4d"] = dict(recs["pose4d"], config_hash=config_hash(old))
+    e.group.attrs["stages"] = recs
+    assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "done"
+    assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "skipped"
