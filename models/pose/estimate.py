@@ -284,6 +284,8 @@ def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
             b = boxes[end] + n * v_box
             if b[2] <= 0 or b[0] >= w or b[3] <= 0 or b[1] >= h:
                 break  # gone
+            if b[2] - b[0] < 1 or b[3] - b[1] < 1:
+                break  # a box shrinking at the edge extrapolated past nothing: no box to remove
             boxes[t], gap[t] = b, True
             for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):
                 getattr(track, key)[t] = getattr(track, key)[end]

@@ -119,3 +119,8 @@ def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and
     b, gap, tr = walker(range(5, 13), 60)  # inside the frame at both ends: nothing to extend
     extend_at_border(tr, b, gap, (240, 320), frames=10)
     assert not gap.any()
+    b, gap, tr = walker(range(5, 13), 60)
+    b[5:13] = [280, 50, 320, 150]  # at the right border, flattening as they go (bottom fixed)
+    b[8:13, 1] = [100, 120, 135, 145, 149]
+    extend_at_border(tr, b, gap, (240, 320), frames=10)
+    assert not gap[13:].any()  # extrapolated, the top would pass the bottom: no upside-down box
