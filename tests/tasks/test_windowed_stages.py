@@ -313,24 +313,33 @@ def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
     assert "person_track_alphas_spans" in lines and "(stage segment)" in lines, lines
 
 
-def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
-    """render's record from before the per-track layout (its hash without the layout version)
-    is not trusted: render runs again and replaces the old (T, N, H, W) array."""
+def _record_from_older_code(tiny_anonymized, url, stage, version_key):
+    """A copy of the tiny store whose first video's ``stage`` record carries the hash older code
+    gave it (without ``version_key``); returns (entry, cfg)."""
     import shutil
 
     from anonymask.models.stage_settings import hashed_settings, validate_stage
     from anonymask.storage.hashing import config_hash
-    from anonymask.tasks.common import execute_stage
 
-    url = str(tmp_path / "o.zarr")
     shutil.copytree(tiny_anonymized, url)
     e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
     cfg = pipeline_config("demo", GT)
-    old = {k: v for k, v in hashed_settings("render", validate_stage("render", cfg.get("render"))).items()
-           if k != "_layout"}
+    settings = hashed_settings(stage, validate_stage(stage, cfg.get(stage)))
+    assert version_key in settings
     recs = e.records()
-    recs["render"] = dict(recs["render"], config_hash=config_hash(old))
+    old = {k: v for k, v in settings.items() if k != version_key}
+    recs[stage] = dict(recs[stage], config_hash=config_hash(old))
     e.group.attrs["stages"] = recs
+    return e, cfg
+
+
+def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
+    """render's record from before the per-track layout (its hash without the layout version)
+    is not trusted: render runs again and replaces the old (T, N, H, W) array."""
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "o.zarr")
+    e, cfg = _record_from_older_code(tiny_anonymized, url, "render", "_layout")
     del e.group["render/track_masks"]
     e.write_array("render/track_masks", np.zeros((e.num_frames, 1, 4, 4), bool))  # the old layout
     assert execute_stage(url, e.video_id, "render", cfg)["status"] == "done"
@@ -342,21 +351,9 @@ def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
 def test_a_pose_computed_before_a_privacy_fix_is_recomputed(tiny_anonymized, tmp_path):
     """pose4d's record from before its privacy version (people the older code left visible) is
     not trusted: pose4d runs again, then is skipped."""
-    import shutil
-
-    from anonymask.models.stage_settings import PRIVACY_VERSIONS, hashed_settings, validate_stage
-    from anonymask.storage.hashing import config_hash
     from anonymask.tasks.common import execute_stage
 
-    assert PRIVACY_VERSIONS["pose4d"] >= 2
     url = str(tmp_path / "p.zarr")
-    shutil.copytree(tiny_anonymized, url)
-    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
-    cfg = pipeline_config("demo", GT)
-    old = {k: v for k, v in hashed_settings("pose4d", validate_stage("pose4d", cfg.get("pose4d"))).items()
-           if k != "_privacy"}
-    recs = e.records()
-    recs["pose4d"] = dict(recs["pose4d"], config_hash=config_hash(old))
-    e.group.attrs["stages"] = recs
+    e, cfg = _record_from_older_code(tiny_anonymized, url, "pose4d", "_privacy")
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "done"
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "skipped"
