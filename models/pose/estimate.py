@@ -117,7 +117,7 @@ def estimate_people(
             tr = box_track(filled, camera, body, len(tracks), anchor="body")
             kinds.append(FALLBACK_BOX)
         else:
-            tr, terms = fit_track(rest_joints, kp2d, conf, camera, mapping, kp3d=world, track_id=len(tracks), cfg=fit)
+            tr, terms = fit_over_span(rest_joints, kp2d, conf, world, filled, camera, mapping, len(tracks), fit)
             # the avatar stays on screen through the frames the person was detected or bridged
             tr.valid = np.isfinite(filled[:, 0])
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
@@ -181,6 +181,31 @@ def estimate_people(
     res.gap = np.stack(gaps)
     res.kinds = kinds_arr
     return res
+
+
+def fit_over_span(rest_joints, kp2d, conf, world, boxes, camera, mapping, track_id: int, cfg):
+    """``fit_track`` over the frames from the track's first to its last box only, padded to the
+    video's length with its first/last frame's parameters (absent there: ``valid`` False). Fitted
+    over the whole video, every track cost (video length x iterations) whatever its own length,
+    so a long video whose people come and go (N tracks growing with the length) fitted in time
+    quadratic in its length (docs/BENCHMARKS.md, run 5); and the smoothness term, averaged over
+    the whole video, weighed less the longer the video: a person's fit depended on it."""
+    from anonymask.models.body.tracks import SMPLHTrack
+
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    t_len = boxes.shape[0]
+    a, b = (int(seen[0]), int(seen[-1]) + 1) if seen.size else (0, t_len)
+    tr, terms = fit_track(rest_joints, kp2d[a:b], conf[a:b], camera, mapping, kp3d=world[a:b], track_id=track_id,
+                          cfg=cfg)
+    if (a, b) == (0, t_len):
+        return tr, terms
+    arrays = tr.to_arrays()
+    for key, v in arrays.items():
+        if key not in ("betas", "gender_code"):
+            arrays[key] = np.pad(v, [(a, t_len - b)] + [(0, 0)] * (v.ndim - 1), mode="edge")
+    arrays["valid"][:a] = False
+    arrays["valid"][b:] = False
+    return SMPLHTrack.from_arrays(track_id, arrays), terms
 
 
 def _merged(parts: list[tuple]) -> tuple:

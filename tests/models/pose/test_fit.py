@@ -66,3 +66,29 @@ def test_frames_without_keypoints_are_invalid(body, rng):
     track, _ = fit_track(body.rest_joints(), kp2, conf, CAM, MAP, kp3d=world, cfg=FitConfig(iterations=40))
     np.testing.assert_array_equal(track.valid, np.arange(10) != 4)
     assert np.isfinite(track.body_pose).all() and np.isfinite(track.transl).all()
+
+
+def test_a_track_is_fitted_over_its_own_frames_whatever_the_video_length(body, rng):
+    """A person seen on frames 5-14 of a 40-frame video: the fit is the one of those 10 frames
+    alone (so its cost and its result do not grow with the video), padded with the edge frames'
+    parameters and invalid outside. Over the whole video the smoothness term, averaged over 40
+    frames, weighed four times less and the result depended on the video's length."""
+    from anonymask.models.pose.estimate import fit_over_span
+
+    truth = synthetic_motion(body, t_len=10, seed=3)
+    kp2, conf, world = _keypoints(body.pose_track(truth).joints, rng)
+    pad = [(5, 25)] + [(0, 0)] * 2
+    long = [np.pad(a, pad[: a.ndim]) for a in (kp2, conf, world)]
+    boxes = np.full((40, 4), np.nan, np.float32)
+    boxes[5:15] = [100, 50, 140, 150]
+    cfg = FitConfig(iterations=40)
+    alone, _ = fit_track(body.rest_joints(), kp2, conf, CAM, MAP, kp3d=world, cfg=cfg)
+    track, _ = fit_over_span(body.rest_joints(), *long, boxes, CAM, MAP, 0, cfg)
+    assert track.num_frames == 40
+    np.testing.assert_array_equal(track.body_pose[5:15], alone.body_pose)
+    np.testing.assert_array_equal(track.transl[5:15], alone.transl)
+    np.testing.assert_array_equal(track.valid, (np.arange(40) >= 5) & (np.arange(40) < 15))
+    np.testing.assert_array_equal(track.transl[:5], np.repeat(alone.transl[:1], 5, 0))
+    np.testing.assert_array_equal(track.transl[15:], np.repeat(alone.transl[-1:], 25, 0))
+    whole, _ = fit_track(body.rest_joints(), *long[:2], CAM, MAP, kp3d=long[2], cfg=cfg)
+    assert np.abs(whole.body_pose[5:15] - alone.body_pose).max() > 1e-3  # what the span changes
