@@ -48,7 +48,9 @@ class MotionSettings(StageSettings):
 class RenderSettings(StageSettings):
     bank_size: int = Field(32, ge=1)
     bank_seed: int = 0
-    window: int = _window()
+    # 16, not 64: a window's rendered layers cost ~0.6 MB per alive track and frame (60-s scaling
+    # video: peak 1.41 GiB at 64, 1.09 at 16, the same speed; docs/BENCHMARKS.md, run 5)
+    window: int = _window(16)
 
 
 class SegmentSettings(StageSettings):
