@@ -69,7 +69,9 @@ class SegmentSettings(StageSettings):
     static_frac: float = Field(0.8, gt=0.0, le=1.0)
     replace_margin: int = Field(3, ge=0, description="px an avatar may miss its person by (replaced_min)")
     static_window: int = Field(WINDOW_FRAMES, ge=2, description="frames per block that decides who stands still")
-    window: int = _window()
+    # 16, not 64: a window holds each alive track's masks (60-s scaling video: peak 1.73 GiB at
+    # 64, 0.95 at 16, the same speed and bit-identical outputs; docs/BENCHMARKS.md, run 5)
+    window: int = _window(16)
 
 
 class InpaintSettings(StageSettings):
