@@ -99,6 +99,8 @@ def pose_mpjpe(entry: VideoEntry, fit_tracks: list) -> float:
 
     body = get_body_model()
     gt_tracks, _ = read_tracks(entry, "gt/pose")
+    t_len = gt_tracks[0].num_frames if gt_tracks else entry.num_frames
+    fit_tracks = [f.window(0, t_len) for f in fit_tracks]  # pose4d's tracks are compact
     fit_joints = [body.pose_track(f).joints[:, BODY_JOINTS] for f in fit_tracks]  # pose each once
     errs = []
     for g in gt_tracks:

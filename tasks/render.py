@@ -29,7 +29,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.body.model import get_body_model
     from anonymask.models.render.renderer import render_sequence
 
-    tracks, camera = read_tracks(entry, motion_prefix(entry))
+    tracks, camera = read_tracks(entry, motion_prefix(entry), compact=True)
     h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])
     if (camera.height, camera.width) != (h, wd):
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
@@ -41,13 +41,14 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     kinds = entry.read("pose/kinds") if entry.has_array("pose/kinds") else np.zeros(len(tracks), np.int8)
     tracks = [body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet")
               for tr, av, k in zip(tracks, avatars, kinds)]
-    t_len = tracks[0].num_frames if tracks else entry.num_frames
+    t_len = entry.num_frames
     n = len(tracks)
     _, face_ids = face_landmarks(body)
     covered = 0
     # a silhouette exists only where its track is valid: each track's masks are stored over its
     # own frames (storage/tracks.py), and a window poses and renders only the tracks alive in it
-    spans = np.array([span_of(tr.valid) for tr in tracks], np.int64).reshape(-1, 2)
+    spans = np.array([np.add(span_of(tr.valid), tr.start) if tr.valid.any() else (0, 0) for tr in tracks],
+                     np.int64).reshape(-1, 2)
     f_tracks = TrackWriters(w, "render/track_masks", (h, wd), bool, spans)
     with contextlib.ExitStack() as stack:
         f_rgb, f_depth, f_mask, f_joints, f_face5, f_face = (
@@ -61,7 +62,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         for win in frame_windows(t_len, cfg["window"]):
             m = win.core_stop - win.core_start
             here = alive(spans, win.core_start, win.core_stop)  # a track invalid in every frame draws nothing
-            part = [tracks[j].slice(win.core) for j in here]
+            part = [tracks[j].window(win.core_start, win.core_stop) for j in here]
             if part:
                 out = render_sequence(body, part, [avatars[j] for j in here], camera)
             else:  # nobody to draw: empty layers of the window's length

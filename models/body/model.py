@@ -264,7 +264,7 @@ class BodyModel:
 
             up = axis_angle_to_rotmat(track.global_orient)[:, :, 1]  # body y axis in the camera frame
             transl = transl + rise * up
-        out = track.slice(slice(None))
+        out = track.slice(slice(None)).at(track.start)
         out.betas = new_betas
         out.transl = transl.astype(np.float32)
         return out

@@ -157,6 +157,11 @@ class SMPLHTrack:
     Hand poses are ABSOLUTE finger rotations (zero = flat open hand), the same meaning with the
     procedural and the real model (the body model loads with flat_hand_mean=True).
     ``valid[t]`` False means the person is absent in frame t (parameters there are ignored).
+
+    ``start``: the video frame of row 0. A track usually covers the whole video (``start`` 0); a
+    compact one (``compact()``) covers only its own frames, so a long video whose people come and
+    go holds (tracks x their own frames), not (tracks x video length) (docs/SCALING.md).
+    ``window(a, b)`` gives any track over video frames a..b-1 whatever its rows cover.
     """
 
     track_id: int
@@ -168,9 +173,13 @@ class SMPLHTrack:
     transl: np.ndarray
     valid: np.ndarray = field(default=None)  # type: ignore[assignment]
     gender: str = "neutral"
+    start: int = 0
 
     def __post_init__(self) -> None:
         self.track_id = int(self.track_id)
+        self.start = int(self.start)
+        if self.start < 0:
+            raise ValueError(f"SMPLHTrack {self.track_id}: start {self.start} < 0")
         self.betas = np.asarray(self.betas, dtype=np.float32).reshape(-1)
         if self.betas.shape[0] < NUM_BETAS:
             self.betas = np.pad(self.betas, (0, NUM_BETAS - self.betas.shape[0]))
@@ -194,7 +203,46 @@ class SMPLHTrack:
 
     @property
     def num_frames(self) -> int:
+        """Rows held (from video frame ``start``)."""
         return int(self.transl.shape[0])
+
+    @property
+    def stop(self) -> int:
+        """The video frame after the last row."""
+        return self.start + self.num_frames
+
+    def window(self, a: int, b: int) -> SMPLHTrack:
+        """The person over video frames a..b-1 (``start`` a): rows outside what this track holds
+        repeat its nearest row and are not ``valid``."""
+        a, b = int(a), int(b)
+        if b < a:
+            raise ValueError(f"SMPLHTrack {self.track_id}: window {a}..{b} is inverted")
+        n = self.num_frames
+        if (a, b) == (self.start, self.stop):
+            return self.slice(slice(None)).at(a)
+        if n == 0:
+            return SMPLHTrack.rest(self.track_id, b - a, self.betas, self.gender).invalid().at(a)
+        idx = np.clip(np.arange(a, b) - self.start, 0, n - 1)
+        inside = (np.arange(a, b) >= self.start) & (np.arange(a, b) < self.stop)
+        out = self.slice(idx)
+        out.valid &= inside
+        return out.at(a)
+
+    def compact(self) -> SMPLHTrack:
+        """Only the rows from the first to the last valid frame (``start`` moved to match)."""
+        idx = np.flatnonzero(self.valid)
+        a, b = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+        return self.slice(slice(a, b)).at(self.start + a)
+
+    def at(self, start: int) -> SMPLHTrack:
+        """This track with row 0 at video frame ``start`` (in place; returns self)."""
+        self.start = int(start)
+        return self
+
+    def invalid(self) -> SMPLHTrack:
+        """This track with no valid frame (in place; returns self)."""
+        self.valid[:] = False
+        return self
 
     @classmethod
     def rest(cls, track_id: int, num_frames: int, betas: np.ndarray | None = None,
@@ -213,6 +261,7 @@ class SMPLHTrack:
         out["betas"] = self.betas.copy()
         out["valid"] = self.valid.copy()
         out["gender_code"] = np.array([GENDERS.index(self.gender)], dtype=np.int8)
+        out["start"] = np.array([self.start], dtype=np.int64)
         return out
 
     @classmethod
@@ -225,11 +274,12 @@ class SMPLHTrack:
             track_id, np.asarray(arrays["betas"]),
             *(np.asarray(arrays[k]) for k in _TRACK_KEYS),
             valid=np.asarray(arrays["valid"]) if "valid" in arrays else None,
-            gender=str(gender),
+            gender=str(gender), start=int(np.asarray(arrays.get("start", [0])).reshape(-1)[0]),
         )
 
     def slice(self, frames: slice | np.ndarray | list[int]) -> SMPLHTrack:
-        """The same person over a subset of frames (a slice or an index/bool array)."""
+        """The same person over a subset of rows (a slice or an index/bool array); row-relative:
+        the result starts at 0 (``window`` selects by video frame)."""
         sel = frames if isinstance(frames, slice) else np.asarray(frames)
         return SMPLHTrack(
             self.track_id, self.betas.copy(),

@@ -356,6 +356,9 @@ class PersonDiscovery:
             paint(labels, best, d, tid)
         for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
+        for tr in self.tracker.tracks:
+            if tr.ref is not None and t + 1 - tr.last_t > self.tracker.max_gap:
+                tr.ref = None  # a dead track is never held again: drop its mask and frame crop
         self.t += 1
         return FrameOutput(labels, best)
 
@@ -403,15 +406,28 @@ class PersonDiscovery:
 
     def tracks(self, t_len: int):
         """Per raw track: (frames sorted, kp2d (T,33,2), conf (T,33), world (T,33,3), boxes (T,4) NaN)."""
+        return [self.track_arrays(i, t_len) for i in range(len(self.tracker.tracks))]
+
+    def track_arrays(self, i: int, t_len: int):
+        """Raw track ``i`` as ``tracks`` gives it. One at a time: all of them at once are
+        (tracks x video length) rows, ~0.8 GB for a 5-minute video with 134 tracks."""
+        tr = self.tracker.tracks[i]
+        kp = np.zeros((t_len, 33, 2), np.float32)
+        conf = np.zeros((t_len, 33), np.float32)
+        world = np.zeros((t_len, 33, 3), np.float32)
+        boxes = np.full((t_len, 4), np.nan, np.float32)
+        for t, d in tr.frames.items():
+            kp[t], conf[t], world[t], boxes[t] = d.kp2d, d.conf, d.world, d.box
+        return sorted(tr.frames), kp, conf, world, boxes
+
+    def track_boxes(self, t_len: int) -> list[np.ndarray]:
+        """(T,4) boxes of every raw track (NaN where absent): 16 bytes a frame."""
         out = []
         for tr in self.tracker.tracks:
-            kp = np.zeros((t_len, 33, 2), np.float32)
-            conf = np.zeros((t_len, 33), np.float32)
-            world = np.zeros((t_len, 33, 3), np.float32)
             boxes = np.full((t_len, 4), np.nan, np.float32)
             for t, d in tr.frames.items():
-                kp[t], conf[t], world[t], boxes[t] = d.kp2d, d.conf, d.world, d.box
-            out.append((sorted(tr.frames), kp, conf, world, boxes))
+                boxes[t] = d.box
+            out.append(boxes)
         return out
 
 

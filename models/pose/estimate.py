@@ -27,7 +27,7 @@ POSED, FALLBACK_BOX, FALLBACK_FACE = 0, 1, 2
 
 @dataclass
 class PoseResult:
-    tracks: list[SMPLHTrack]
+    tracks: list[SMPLHTrack]  # compact: each over its own frames (``SMPLHTrack.window(0, T)`` for the video)
     camera: Camera
     boxes: np.ndarray  # (N,T,4) person boxes (NaN where absent)
     diagnostics: dict[str, float] = field(default_factory=dict)
@@ -99,16 +99,18 @@ def estimate_people(
         for t, d, tid in disc.backfill(read_frames, t_len):
             if paint_frame is not None:
                 paint_frame(t, d, tid)
-    raw = disc.tracks(t_len)
+    raw_boxes = disc.track_boxes(t_len)
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)
     tracks, boxes, gaps, kinds, diag = [], [], [], [], {}
-    lut: list[int] = [-1] * len(raw)
+    lut: list[int] = [-1] * len(raw_boxes)
     body = None
-    groups = link_tracks([r[4] for r in raw], (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw))]
+    groups = link_tracks(raw_boxes, (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw_boxes))]
     diag["linked_tracks"] = float(sum(len(g) - 1 for g in groups))
     for group in groups:
-        frames_seen, kp2d, conf, world, bx = _merged([raw[i] for i in group])
+        # one group's whole-video landmark arrays at a time, and each track kept compact: memory
+        # grows with the people's own frames, not (tracks x video length) (docs/SCALING.md)
+        frames_seen, kp2d, conf, world, bx = _merged([disc.track_arrays(i, t_len) for i in group])
         longest = max([max_gap] + [b - a - 1 for a, b in zip(frames_seen[:-1], frames_seen[1:])])
         filled, gap = fill_gaps(bx, longest)
         if len(frames_seen) < need:
@@ -123,13 +125,14 @@ def estimate_people(
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
         hold_end(tr, filled, gap, (h, w), max_gap)
-        hold_start(tr, filled, gap, np.stack([raw[i][4] for i in range(len(raw)) if i not in group]
+        hold_start(tr, filled, gap, np.stack([raw_boxes[i] for i in range(len(raw_boxes)) if i not in group]
                                              or [np.full((t_len, 4), np.nan, np.float32)]), max_gap)
         extend_at_border(tr, filled, gap, (h, w), max_gap)
+        del kp2d, conf, world
         for i in group:
             lut[i] = len(tracks)
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
-        tracks.append(tr)
+        tracks.append(tr.compact())
         boxes.append(filled)
         gaps.append(gap)
     if read_frames is not None and faces:
@@ -165,7 +168,7 @@ def estimate_people(
             tr = box_track(fb, camera, body, len(tracks), anchor="face")
             lut.append(len(tracks))
             diag[f"track{len(tracks)}_frames"] = float(len(ft.boxes))
-            tracks.append(tr)
+            tracks.append(tr.compact())
             boxes.append(body_boxes)
             gaps.append(np.zeros(t_len, bool))
             kinds.append(FALLBACK_FACE)

@@ -172,11 +172,12 @@ def test_pose4d_window_does_not_change_tracks(tmp_path):
         np.testing.assert_array_equal(outs[5][k], v, err_msg=k)
 
 
-def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4):
+def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4, compact=False):
     """A store whose pose tracks are the tiny two-person video's first person (its 8 frames
     repeated, camera scaled up ``scale`` times so frames are big enough to measure), one track
-    per entry of ``starts``, each valid on 2 frames only from its start; raw is black and the
-    ground-truth person mask empty (segment's ``gt`` backend)."""
+    per entry of ``starts``, each valid on 2 frames only from its start (``compact``: stored over
+    those 2 frames, as pose4d stores them); raw is black and the ground-truth person mask empty
+    (segment's ``gt`` backend)."""
     import shutil
 
     from anonymask.models.body.tracks import Camera
@@ -209,8 +210,32 @@ def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4):
         wr.write("gt/person_mask", np.zeros((frames, h, w), bool))
     e.update_attrs(height=h, width=w, frames=frames)
     with e.stage("pose4d", backend="test") as wr:
-        write_tracks(wr, "pose", out, cam)
+        write_tracks(wr, "pose", [t.compact() for t in out] if compact else out, cam)
     return DatasetStore.open(url).video("v")
+
+
+def test_render_reads_compact_tracks_as_whole_video_ones(tiny_anonymized, tmp_path):
+    """pose4d stores each track over its own frames only; render (which reads them so, window by
+    window) draws exactly what it draws from the same tracks stored over the whole video."""
+    from anonymask.models.body.tracks_io import read_tracks
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import render
+
+    outs = {}
+    for compact in (False, True):
+        e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"c{compact}.zarr"), [0, 5, 9, 20],
+                                compact=compact)
+        stored = [int(e.read(f"pose/track_{j}/valid").shape[0]) for j in range(4)]
+        assert stored == ([2] * 4 if compact else [32] * 4)
+        assert all(t.num_frames == 32 for t in read_tracks(e, "pose")[0])  # whole-video by default
+        with e.stage("render", backend="test") as w:
+            render.run(e, validate_stage("render", {"window": 4}), w)
+        outs[compact] = {k: v for k, v in arrays(DatasetStore.open(str(tmp_path / f"c{compact}.zarr")).video("v"))
+                         .items() if k.startswith("render/")}
+    assert outs[True]["render/mask"].any()
+    assert outs[True].keys() == outs[False].keys()
+    for k, v in outs[False].items():
+        np.testing.assert_array_equal(outs[True][k], v, err_msg=k)
 
 
 def _peak(fn) -> int:

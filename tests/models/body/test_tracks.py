@@ -77,3 +77,26 @@ def test_track_validates_shapes():
     with pytest.raises(ValueError, match="gender"):
         SMPLHTrack.rest(0, 2, gender="robot")
     assert SMPLHTrack.rest(1, 4).valid.all()
+
+
+def test_a_compact_track_holds_its_own_frames_and_reads_the_same_over_the_video():
+    tr = _track(5).at(0)  # valid: frames 0, 2, 3
+    tr.valid[0] = False
+    c = tr.compact()
+    assert (c.start, c.stop, c.num_frames) == (2, 4, 2)
+    assert np.array_equal(c.transl, tr.transl[2:4]) and c.valid.all()
+    back = SMPLHTrack.from_arrays(3, c.to_arrays())
+    assert (back.start, back.num_frames) == (2, 2)
+    full = back.window(0, 7)  # past its own rows on both sides
+    assert (full.start, full.num_frames) == (0, 7)
+    assert full.valid.tolist() == [False, False, True, True, False, False, False]
+    assert np.array_equal(full.body_pose[2:4], tr.body_pose[2:4])
+    assert np.array_equal(full.transl[:2], tr.transl[[2, 2]]) and np.array_equal(full.transl[4:], tr.transl[[3] * 3])
+    mid = c.window(3, 6)
+    assert mid.start == 3 and mid.valid.tolist() == [True, False, False]
+    assert np.array_equal(mid.global_orient[0], tr.global_orient[3])
+    assert c.window(10, 12).valid.sum() == 0 and c.window(0, 0).num_frames == 0
+    never = tr.slice(slice(0, 1)).invalid().compact()
+    assert never.num_frames == 0 and never.window(0, 3).valid.sum() == 0
+    with pytest.raises(ValueError, match="inverted"):
+        c.window(4, 2)

@@ -42,13 +42,14 @@ class _FakeDiscovery:
         h, w = frame.shape[:2]
         return FrameOutput(np.zeros((h, w), np.uint16), np.zeros((h, w), np.float32))
 
-    def tracks(self, t_len):
-        out = []
-        for b in self.boxes:
-            seen = np.nonzero(np.isfinite(b[:, 0]))[0]
-            out.append((seen.tolist(), np.zeros((t_len, 33, 2), np.float32), np.zeros((t_len, 33), np.float32),
-                        np.zeros((t_len, 33, 3), np.float32), b))
-        return out
+    def track_boxes(self, t_len):
+        return list(self.boxes)
+
+    def track_arrays(self, i, t_len):
+        b = self.boxes[i]
+        seen = np.nonzero(np.isfinite(b[:, 0]))[0]
+        return (seen.tolist(), np.zeros((t_len, 33, 2), np.float32), np.zeros((t_len, 33), np.float32),
+                np.zeros((t_len, 33, 3), np.float32), b)
 
 
 def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_track(body):
@@ -71,3 +72,34 @@ def test_a_track_that_takes_over_in_the_frame_the_other_ends_is_the_same_person(
     assert link_tracks([a, b], HW, 48) == [[0, 1]]
     elsewhere = _walk(48, [(19, 47)], x0=150.0)  # someone else appearing in that frame
     assert link_tracks([a, elsewhere], HW, 48) == [[0], [1]]
+
+
+def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_length(body):
+    """A long video whose people come and go (a track every 75 frames over 3000 frames): every
+    track comes back compact (its own frames and the frames held after it), and the tracks'
+    assembly never holds (tracks x video length) rows. All raw landmark arrays at once were
+    40 x 3000 x 808 bytes (97 MB), the whole-video fitted tracks 40 x 3000 x 640 bytes more."""
+    import gc
+    import tracemalloc
+
+    t_len, n = 3000, 40
+    boxes = [_walk(t_len, [(75 * k, 75 * k + 11)], x0=80.0 - 37.5 * k, vx=0.5) for k in range(n)]  # mid-frame
+    disc = _FakeDiscovery(boxes)
+    frames = np.zeros((1, *HW, 3), np.uint8)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), discovery=disc,
+                              min_visible_frames=t_len, link_gap=0, faces=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(res.tracks) == n
+    for k, tr in enumerate(res.tracks):
+        assert tr.start == 75 * k and tr.valid.all()
+        assert 12 <= tr.num_frames <= 12 + 10 + 2  # its frames, and at most max_gap held after them
+        full = tr.window(0, t_len)
+        assert np.array_equal(np.nonzero(full.valid)[0], np.arange(tr.start, tr.stop))
+    one_track = t_len * 808  # one raw track's whole-video landmark arrays
+    print(f"estimate_people peak {peak / 1e6:.1f} MB for {n} tracks over {t_len} frames")
+    assert peak < 8 * one_track
