@@ -218,14 +218,11 @@ class SMPLHTrack:
         if b < a:
             raise ValueError(f"SMPLHTrack {self.track_id}: window {a}..{b} is inverted")
         n = self.num_frames
-        if (a, b) == (self.start, self.stop):
-            return self.slice(slice(None)).at(a)
         if n == 0:
             return SMPLHTrack.rest(self.track_id, b - a, self.betas, self.gender).invalid().at(a)
-        idx = np.clip(np.arange(a, b) - self.start, 0, n - 1)
-        inside = (np.arange(a, b) >= self.start) & (np.arange(a, b) < self.stop)
-        out = self.slice(idx)
-        out.valid &= inside
+        rows = np.arange(a, b) - self.start
+        out = self.slice(np.clip(rows, 0, n - 1))
+        out.valid &= (rows >= 0) & (rows < n)
         return out.at(a)
 
     def compact(self) -> SMPLHTrack:
