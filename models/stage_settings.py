@@ -91,6 +91,8 @@ class TubeletSettings(StageSettings):
     size: int = Field(128, ge=8)
     margin: float = Field(0.15, ge=0.0, le=1.0)
     smooth: float = Field(3.0, ge=0.0)
+    context: int = Field(8, ge=0, description="frames a tubelet extends past its person's first and last "
+                                              "frame (its box held there): a refiner's temporal context")
     window: int = _window()
     open_writers: int = Field(16, ge=1, json_schema_extra={"hashed": False},
                               description="tubelets cropped per pass over the video: memory only")
@@ -109,7 +111,9 @@ class RefineSettings(StageSettings):
 
 
 class ReintegrateSettings(StageSettings):
-    window: int = _window()
+    # 16, not 64: a window holds each alive track's alpha and silhouette (10-s scaling video,
+    # 2026-11-25: peak 0.83 GiB at 64, 0.53 at 16, the same speed, bit-identical; BENCHMARKS run 7)
+    window: int = _window(16)
 
 
 class AuditSettings(StageSettings):
@@ -192,8 +196,9 @@ def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
 
 #: stages whose stored layout changed: the version joins their hash, so a store written by older
 #: code is recomputed (not misread). 2: per-track arrays over each track's own frames
-#: (storage/tracks.py).
-LAYOUT_VERSIONS = {"render": 2, "segment": 2}
+#: (storage/tracks.py); tubelets 2: each tubelet over its person's frames plus ``context``, not
+#: the whole video (tasks/tubelets.py).
+LAYOUT_VERSIONS = {"render": 2, "segment": 2, "tubelets": 2}
 
 #: stages whose results changed to close a privacy leak: the version joins their hash, so a store
 #: computed by older code is recomputed from that stage on instead of keeping a person the old

@@ -17,7 +17,7 @@ from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import read_window
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
-from anonymask.tasks.tubelets import track_alphas, tubelet_ids
+from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tubelet_spans, tubelet_window
 
 
 @stage("reintegrate", deps=("inpaint", "refine", "tubelets", "segment", "render"), backend=lambda c: "feather")
@@ -31,6 +31,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     ids = tubelet_ids(entry)
     crops = [entry.array(f"tubelets/{j}/refined") for j in ids]
     boxes = [entry.read(f"tubelets/{j}/box") for j in ids]
+    spans = tubelet_spans(entry) if ids else None
+    a_spans = alpha_spans(entry) if ids else None
     size = int(crops[0].shape[1]) if crops else None
     gt = entry.has_array("gt/person_mask")
     bg = entry.read("gt/background") if gt else None
@@ -41,14 +43,22 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         for win in frame_windows(t_len, cfg["window"]):
             xd = np.asarray(x_dot[win.core])
             # the avatars' silhouettes, read once: for the alphas and for the public mask
-            s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, set(ids)) if ids else {}
-            alphas_all = track_alphas(entry, win.core, tracks=set(ids), sil=s) if ids else {}
+            s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, set(ids),
+                            spans=a_spans["render/track_masks"]) if ids else {}
+            alphas_all = track_alphas(entry, win.core, tracks=set(ids), sil=s, spans=a_spans) if ids else {}
             # the tubelets with pixels in this window (the others change nothing here)
             here = [k for k, j in enumerate(ids) if j in alphas_all]
             if here:
                 alphas = [alphas_all[ids[k]] for k in here]
-                c = [np.asarray(crops[k][win.core]) for k in here]
-                b = [boxes[k][win.core] for k in here]
+                a0, a1 = win.core_start, win.core_stop
+                c = [tubelet_window(crops[k], spans[ids[k]], a0, a1) for k in here]
+                b = [tubelet_window(boxes[k], spans[ids[k]], a0, a1, edge=True) for k in here]
+                for k, al in zip(here, alphas):
+                    outside = np.ones(a1 - a0, bool)
+                    outside[max(0, spans[ids[k]][0] - a0) : max(0, spans[ids[k]][1] - a0)] = False
+                    if al[outside].any():
+                        raise ValueError(f"tubelet {ids[k]} (frames {spans[ids[k]][0]}..{spans[ids[k]][1] - 1}) "
+                                         f"misses its person's pixels in frames {a0}..{a1 - 1}")
                 x_tilde = reintegrate(xd, c, b, alphas, alpha_scale=255)
                 none = np.zeros(xd.shape[:3], bool)
                 r = public_mask([s.get(ids[k], none) for k in here], alphas=alphas, boxes=b, crop_size=size,

@@ -124,10 +124,17 @@ def openpose_condition(
                 (int(round(centre[0])), int(round(centre[1]))),
                 (max(1, int(round(length / 2))), max(1, int(round(stick_width)))), int(round(angle)), 0, 360, 1,
             )
-            limb = np.zeros_like(canvas)
-            cv2.fillConvexPoly(limb, poly, tuple(int(c) for c in OPENPOSE18_COLORS[i]))
+            # blended only over the limb's bounding rectangle (a whole-canvas pass per limb was
+            # most of the conditions stage's time)
+            x, y, bw, bh = cv2.boundingRect(poly)
+            x0, y0, x1, y1 = max(0, x), max(0, y), min(size, x + bw), min(size, y + bh)
+            if x1 <= x0 or y1 <= y0:
+                continue
+            limb = np.zeros((y1 - y0, x1 - x0, 3), np.uint8)
+            cv2.fillConvexPoly(limb, poly - np.array([x0, y0], poly.dtype), tuple(int(c) for c in OPENPOSE18_COLORS[i]))
             on = limb.any(-1)
-            canvas[on] = (0.4 * canvas[on] + 0.6 * limb[on]).astype(np.uint8)
+            sub = canvas[y0:y1, x0:x1]
+            sub[on] = (0.4 * sub[on] + 0.6 * limb[on]).astype(np.uint8)
         for k in range(18):
             if vis[t, k]:
                 color = tuple(int(c) for c in OPENPOSE18_COLORS[k])

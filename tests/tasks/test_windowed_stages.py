@@ -290,9 +290,9 @@ def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_pat
 
 
 def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path):
-    """A tubelet spans the whole video, so 16 tracks are 16 full-length crops: ``tubelets`` writes
-    ``open_writers`` of them per pass over ``merged``, and its peak with 16 tracks stays near one
-    track's (all 16 writers at once held 16 buffers of crops, ~25 MB here)."""
+    """16 tracks are 16 tubelets: ``tubelets`` reads one track at a time and crops
+    ``open_writers`` of them per group, so its peak with 16 tracks stays near one track's (all 16
+    writers at once held 16 buffers of crops)."""
     from anonymask.models.stage_settings import validate_stage
     from anonymask.tasks import render, segment, tubelets
 
@@ -306,7 +306,7 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
                 fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
         with e.stage("merge", backend="test") as w:
             w.write("merged", np.zeros((frames, int(e.attrs["height"]), int(e.attrs["width"]), 3), np.uint8))
-        cfg = validate_stage("tubelets", {"window": 8, "open_writers": 2})
+        cfg = validate_stage("tubelets", {"window": 8, "open_writers": 2, "context": frames})
 
         def go(cfg=cfg, e=e):
             with e.stage("tubelets", backend="test") as w:
@@ -314,9 +314,71 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
 
         peaks[n] = _peak(go)
         assert tubelets.tubelet_ids(e) == list(range(n))
+        # context = the video's length: every tubelet is the whole video, as many crops as the old layout
         assert all(e.array(f"tubelets/{j}/rgb").shape[0] == frames for j in range(n))
     crops = 16 * frames * 128 * 128 * 3  # every tubelet's crops, as 16 open writers buffered them
     assert peaks[16] - peaks[1] < crops // 3, peaks
+
+
+def _compose_stages(e, overrides):
+    """tubelets -> conditions -> refine (none) -> reintegrate on a store with render and segment
+    done, ``merged`` and ``inpainted`` set: the arrays they write."""
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import conditions, refine, reintegrate, tubelets
+
+    for name, fn in (("tubelets", tubelets.run), ("conditions", conditions.run), ("refine", refine.run),
+                     ("reintegrate", reintegrate.run)):
+        with e.stage(name, backend="test") as w:
+            fn(e, validate_stage(name, overrides.get(name, {})), w)
+    return arrays(e)
+
+
+def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized, tmp_path):
+    """Tubelets, their conditions and refined crops hold the frames where their person has a
+    pixel plus ``context`` frames either side (``tubelets_spans``), so their cost follows the
+    frames people are in, not tracks x video length; what reintegration makes of them (the
+    anonymized video and the public mask) is bit-identical to whole-video tubelets, because a
+    tubelet is pasted only where its person's alpha is."""
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import render, segment
+    from anonymask.tasks.tubelets import alpha_spans, track_alphas
+
+    frames, starts = 48, [0, 12, 30, 44]
+    e = _short_tracks_store(tiny_anonymized, str(tmp_path / "s.zarr"), starts, frames=frames)
+    for name, fn in (("render", render.run), ("segment", segment.run)):
+        with e.stage(name, backend="test") as w:
+            fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+    del e.group["gt"]  # no ground-truth leak metrics here
+    rng = np.random.default_rng(0)
+    shape = (frames, int(e.attrs["height"]), int(e.attrs["width"]), 3)
+    with e.stage("merge", backend="test") as w:
+        w.write("merged", rng.integers(0, 256, shape, dtype=np.uint8))
+    with e.stage("inpaint", backend="test") as w:
+        w.write("inpainted", rng.integers(0, 256, shape, dtype=np.uint8))
+    present = np.zeros((len(starts), frames), bool)
+    for j, al in track_alphas(e, slice(0, frames), spans=alpha_spans(e)).items():
+        present[j] = al.reshape(frames, -1).any(1)
+    results = {}
+    for context in (0, 3, frames):
+        results[context] = _compose_stages(e, {"tubelets": {"context": context, "window": 5}, "conditions": {"window": 5}})
+        spans = results[context]["tubelets_spans"]
+        for j in range(len(starts)):
+            idx = np.flatnonzero(present[j])
+            assert tuple(spans[j]) == (max(0, idx[0] - context), min(frames, idx[-1] + 1 + context)), (context, j)
+            for k in ("box", "rgb", "cond_depth", "cond_pose", "cond_face", "refined"):
+                assert results[context][f"tubelets/{j}/{k}"].shape[0] == spans[j][1] - spans[j][0], (context, j, k)
+    assert (results[0]["tubelets_spans"][:, 1] - results[0]["tubelets_spans"][:, 0]).sum() <= present.sum()
+    assert (results[frames]["tubelets_spans"] == [0, frames]).all()  # the old layout: whole-video tubelets
+    for context in (0, 3):
+        for k in ("anonymized", "public_mask"):
+            np.testing.assert_array_equal(results[context][k], results[frames][k], err_msg=f"context {context}: {k}")
+    # within a tubelet's span its crops do not depend on how far the span reaches
+    for j in range(len(starts)):
+        s0, e0 = results[0]["tubelets_spans"][j]
+        s3, _ = results[3]["tubelets_spans"][j]
+        np.testing.assert_array_equal(results[0][f"tubelets/{j}/box"],
+                                      results[frames][f"tubelets/{j}/box"][s0:e0], err_msg=f"box {j}")
+        assert s3 <= s0
 
 
 def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
