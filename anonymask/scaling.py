@@ -227,7 +227,8 @@ def measure_pipeline(videos: dict[str, Path], work: Path, overrides: dict[str, A
                 row["frames_per_s"] = round(frames / row["seconds"], 2)
             res["stages"][name] = row
             progress(f"[scaling] {label} {name}: {json.dumps(row)}")
-            if row["killed_over_gb"] and prev_url and frames:
+            # tubelet arrays cover their people's frames, not the video's: they cannot be tiled
+            if row["killed_over_gb"] and prev_url and frames and name not in ("tubelets", "conditions", "refine"):
                 _tile_from(prev_url, url, "v", name, frames)  # so the stages after it can be measured
                 row["outputs_tiled_from_shorter_video"] = True
             elif row["error"] or row["killed_over_gb"]:
