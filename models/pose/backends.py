@@ -58,17 +58,19 @@ class MediapipePose:
                  min_visible_frames: int = 2, max_gap: int = 10, link_gap: int = 48, keyframe_every: int = 10,
                  tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
-                 faces: bool = True, iterations: int = 150, anchor: bool = True):
+                 faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
         the region moves a little (models/pose/scan.py ``PoseScanner._anchored``); False: the
-        scan of before (the man standing still in s04s03_a04_r01 is never found)."""
+        scan of before (the man standing still in s04s03_a04_r01 is never found). ``face_heads``:
+        a face is explained by a body only where that body's avatar has its head on the face
+        (models/pose/faces.py ``head_covers``); False: wherever the body's box holds the face."""
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
                             keyframe_every=keyframe_every,
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
-                            backfill=backfill, faces=faces, anchor=anchor)
+                            backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads)
         self.iterations = iterations
 
     def estimate(self, io: PoseInputs) -> PoseOutput:

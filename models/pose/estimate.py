@@ -64,6 +64,7 @@ def estimate_people(
     detector=None,
     link_gap: int = 48,
     anchor: bool = True,
+    face_heads: bool = True,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -83,6 +84,8 @@ def estimate_people(
     Tracks that are one person lost behind an occluder for up to ``link_gap`` frames are linked
     into one (models/pose/link.py; several raw ids then map to one track; 0 turns it off).
     ``anchor``: the scan's anchored regions (models/pose/scan.py ``PoseScanner._anchored``).
+    ``face_heads``: a face counts as explained only where an avatar's head covers it
+    (models/pose/faces.py ``head_covers``); False: where a person's box holds its centre.
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -136,12 +139,13 @@ def estimate_people(
         boxes.append(filled)
         gaps.append(gap)
     if read_frames is not None and faces:
-        from anonymask.models.pose.faces import FaceBodyMask, interpolate_boxes, unexplained_faces
+        from anonymask.models.pose.faces import FaceBodyMask, avatar_heads, interpolate_boxes, unexplained_faces
         from anonymask.models.pose.people import Detection
 
         every = 2
         person_boxes = np.stack(boxes) if boxes else np.full((0, t_len, 4), np.nan, np.float32)
-        face_tracks = unexplained_faces(read_frames, t_len, person_boxes, every=every)
+        heads = avatar_heads(tracks, rest_joints, camera, t_len) if face_heads else None
+        face_tracks = unexplained_faces(read_frames, t_len, person_boxes, every=every, heads=heads)
         masker = FaceBodyMask() if face_tracks else None
         for ft in face_tracks:
             if not masker.confirms(read_frames, ft):

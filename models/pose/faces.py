@@ -4,7 +4,7 @@ body the pose models did not find.
 The pose landmark model needs a body; in a close-up there is none to speak of. MediaPipe's face
 detectors (BlazeFace short and full range, shipped in the wheel) find the face; MediaPipe's selfie
 segmentation (also shipped; made for exactly this framing) gives the person's pixels. A face
-that no discovered body explains (its centre is not inside any track's box in that frame) and
+that no discovered body explains (no track's avatar has its head there, :func:`head_covers`) and
 that is seen in ``min_frames`` frames, and where the segmentation agrees there is a person
 (:meth:`FaceBodyMask.confirms`), becomes a *face person*: pose4d covers them with a neutral
 avatar anchored on the face (models/pose/fallback.py) and removes the connected selfie-mask
@@ -63,6 +63,68 @@ class FaceTrack:
         return out
 
 
+#: the avatar's face centre along its neck -> head joint direction, in units of that bone (the
+#: project's neutral body: face centre 0.11 m below the top of the head, models/pose/fallback.py),
+#: and the half side of a box around it that holds the face (m)
+FACE_ALONG_NECK = 1.67
+HEAD_HALF = 0.1
+
+
+def avatar_heads(tracks, rest_joints: np.ndarray, camera, t_len: int) -> np.ndarray:
+    """(N, T, 4) square boxes (x0,y0,x1,y1 px) around each track's avatar face per frame (NaN
+    where the track is absent or its head is behind the camera), from its SMPL-H parameters by
+    forward kinematics of the body joints only (no mesh; one track's own rows at a time)."""
+    import torch
+
+    from anonymask.models.pose.kinematics import forward_kinematics
+
+    rest = torch.as_tensor(np.asarray(rest_joints, np.float32))
+    out = np.full((len(tracks), t_len, 4), np.nan, np.float32)
+    for j, tr in enumerate(tracks):
+        rows = np.flatnonzero(np.asarray(tr.valid, bool))
+        rows = rows[(tr.start + rows >= 0) & (tr.start + rows < t_len)]
+        if not rows.size:
+            continue
+        with torch.no_grad():
+            joints = forward_kinematics(rest, torch.as_tensor(tr.global_orient[rows]),
+                                        torch.as_tensor(tr.body_pose[rows]), torch.as_tensor(tr.transl[rows]),
+                                        num_joints=16).numpy().astype(np.float64)
+        neck, head = joints[:, 12], joints[:, 15]
+        face = head + FACE_ALONG_NECK * (head - neck)
+        z = face[:, 2]
+        ok = z > 1e-3
+        uv = camera.project(face[ok])
+        half = camera.fx * HEAD_HALF / z[ok]
+        out[j, tr.start + rows[ok]] = np.stack([uv[:, 0] - half, uv[:, 1] - half, uv[:, 0] + half,
+                                                uv[:, 1] + half], -1)
+    return out
+
+
+def head_covers(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None = None,
+                min_cover: float = 0.4, min_width: float = 0.4) -> bool:
+    """Some track's avatar stands for this face: its head (boxes of :func:`avatar_heads` in this
+    frame) is at least ``min_width`` of the face's width, and it covers at least ``min_cover`` of
+    the face box or (``boxes``: the tracks' person boxes, same order) the track's box holds the
+    face's centre (a person-sized avatar whose fit put the head a little off the face: the face is
+    removed with its person and the avatar stands for them). A box around the face with a small
+    avatar in it is not enough: a spurious body fitted small into a close-up's box "explained"
+    the face, which was then left to the background fill instead of an avatar (carphone, frames
+    15-47)."""
+    fw, fh = float(face[2] - face[0]), float(face[3] - face[1])
+    if fw <= 0 or fh <= 0:
+        return False
+    for k, b in enumerate(heads):
+        if not np.all(np.isfinite(b)) or (b[2] - b[0]) < min_width * fw:
+            continue
+        iw = min(face[2], b[2]) - max(face[0], b[0])
+        ih = min(face[3], b[3]) - max(face[1], b[1])
+        if iw > 0 and ih > 0 and iw * ih >= min_cover * fw * fh:
+            return True
+        if boxes is not None and explained(face, [boxes[k]], grow=0.0):
+            return True
+    return False
+
+
 def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> bool:
     """The face's centre lies inside some person's box (grown by ``grow`` of its size)."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
@@ -76,9 +138,13 @@ def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1
 
 
 def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder | None = None,
-                      every: int = 2, window: int = 64, max_gap: int = 8, min_frames: int = 3) -> list[FaceTrack]:
+                      every: int = 2, window: int = 64, max_gap: int = 8, min_frames: int = 3,
+                      heads: np.ndarray | None = None) -> list[FaceTrack]:
     """Face tracks (boxes on every ``every``-th frame, gaps bridged by the caller) of faces that no
-    person box explains. ``person_boxes`` (N,T,4) NaN where absent; ``read(a, b)`` gives frames."""
+    person explains. ``heads`` (N,T,4, :func:`avatar_heads`, the tracks of ``person_boxes``):
+    explained only where a person-sized avatar head is on the face or in a box around it
+    (:func:`head_covers`); without it, where a person's box (``person_boxes`` (N,T,4), NaN where
+    absent) holds the face's centre. ``read(a, b)`` gives frames."""
     finder = finder or FaceFinder()
     tracks: list[FaceTrack] = []
     for a in range(0, t_len, window):
@@ -88,8 +154,9 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
             if t % every and t != t_len - 1:
                 continue
             pb = [person_boxes[j, t] for j in range(person_boxes.shape[0])]
+            hb = None if heads is None else [heads[j, t] for j in range(heads.shape[0])]
             for box, _ in finder.detect(frames[k]):
-                if explained(box, pb):
+                if (head_covers(box, hb, pb) if hb is not None else explained(box, pb)):
                     continue
                 live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
                 best = max(live, key=lambda tr: box_iou(tr.boxes[tr.last_t], box), default=None)

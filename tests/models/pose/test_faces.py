@@ -47,3 +47,44 @@ def test_a_face_without_a_person_around_it_is_not_confirmed(carphone):
     # the same box on frames where the person is replaced by a flat grey wall
     wall = np.full_like(carphone, 128)
     assert not masker.confirms(lambda a, b: wall[a:b], real)
+
+
+def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it(carphone):
+    """carphone frames 15-47: a small spurious body fitted into the close-up's box held the face's
+    centre, so the face counted as explained and was left to the background fill. Now only an
+    avatar whose head lies on the face explains it: a neutral avatar anchored on the face does, the
+    same avatar fitted small into a box around the face does not (nor one whose head is too small)."""
+    from anonymask.models.body.model import get_body_model
+    from anonymask.models.pose.estimate import default_camera
+    from anonymask.models.pose.faces import avatar_heads, head_covers
+    from anonymask.models.pose.fallback import box_track
+
+    t_len, h, w = carphone.shape[:3]
+    face, _ = FaceFinder().detect(carphone[0])[0]
+    body = get_body_model()
+    cam = default_camera(w, h)
+    on_face = box_track(np.tile(face, (t_len, 1)), cam, body, 0, anchor="face")
+    # a small body standing in the lower half of the frame, its box around the face's centre
+    cx, cy = (face[0] + face[2]) / 2, (face[1] + face[3]) / 2
+    small = box_track(np.tile(np.array([cx - 12, cy - 30, cx + 12, h], np.float32), (t_len, 1)), cam, body, 1)
+    heads = avatar_heads([on_face, small], body.rest_joints(), cam, t_len)
+    assert np.isfinite(heads).all()
+    assert head_covers(face, [heads[0, 0]]) and not head_covers(face, [heads[1, 0]])
+    hx, hy = (heads[0, 0, 0] + heads[0, 0, 2]) / 2, (heads[0, 0, 1] + heads[0, 0, 3]) / 2
+    fw = face[2] - face[0]
+    assert abs(hx - cx) < 0.15 * fw and abs(hy - cy) < 0.15 * fw  # the head box is centred on the face
+    small_box = np.array([cx - 12, cy - 30, cx + 12, h], np.float32)
+    assert explained(face, [small_box])  # the old rule: explained
+    assert not head_covers(face, [heads[1, 0]], [small_box])  # its avatar's head is far too small
+    # a person-sized avatar whose head the fit put beside the face: its box holding the face explains it
+    off = heads[0, 0] + np.array([1.5, 0, 1.5, 0], np.float32) * (face[2] - face[0])
+    assert not head_covers(face, [off]) and head_covers(face, [off], [np.array([0, 0, w, h], np.float32)])
+    tiny = heads[0, 0].copy()
+    tiny[[0, 1]] += 0.4 * (tiny[[2, 3]] - tiny[[0, 1]])  # a head a fifth of the size, still on the face
+    tiny[[2, 3]] -= 0.4 * (tiny[[2, 3]] - tiny[[0, 1]])
+    assert not head_covers(face, [tiny])
+    # the face search: not explained with the small body's head, explained with the face avatar's
+    assert len(unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan), every=1,
+                                 heads=heads[1:])) == 1
+    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan), every=1,
+                             heads=heads[:1]) == []
