@@ -381,6 +381,28 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
         assert s3 <= s0
 
 
+def test_a_tubelet_that_misses_its_persons_frames_fails_reintegration(tiny_anonymized, tmp_path, monkeypatch):
+    """A tubelet must hold every frame its person has pixels in; one frame short and reintegration
+    fails naming it (instead of leaving that frame's person to the background fill)."""
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.tasks import render, segment, tubelets
+
+    frames = 16
+    e = _short_tracks_store(tiny_anonymized, str(tmp_path / "m.zarr"), [4], frames=frames)
+    for name, fn in (("render", render.run), ("segment", segment.run)):
+        with e.stage(name, backend="test") as w:
+            fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+    del e.group["gt"]
+    shape = (frames, int(e.attrs["height"]), int(e.attrs["width"]), 3)
+    for stage, name in (("merge", "merged"), ("inpaint", "inpainted")):
+        with e.stage(stage, backend="test") as w:
+            w.write(name, np.zeros(shape, np.uint8))
+    whole = tubelets.tubelet_span
+    monkeypatch.setattr(tubelets, "tubelet_span", lambda *a: (whole(*a)[0] + 1, whole(*a)[1]))
+    with pytest.raises(ValueError, match="tubelet 0 .* misses its person's pixels"):
+        _compose_stages(e, {"tubelets": {"context": 0}})
+
+
 def test_verify_finds_a_lost_per_track_array(tiny_anonymized, tmp_path):
     """Each track's array is an output of its stage: verify names a deleted one (so repair
     recomputes that stage), and the spans array too."""
