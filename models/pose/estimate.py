@@ -139,7 +139,12 @@ def estimate_people(
         boxes.append(filled)
         gaps.append(gap)
     if read_frames is not None and faces:
-        from anonymask.models.pose.faces import FaceBodyMask, avatar_heads, interpolate_boxes, unexplained_faces
+        from anonymask.models.pose.faces import (
+            FaceBodyMask,
+            avatar_heads,
+            interpolate_boxes,
+            unexplained_faces,
+        )
         from anonymask.models.pose.people import Detection
 
         every = 2
