@@ -299,13 +299,12 @@ def _threads_per_worker(runner: str, rcfg: dict[str, Any]):
     """The workers of a LocalCluster inherit this process's environment: give each the cores it
     may use for a model call (models/pose/roi.py ``cpu_threads``), so N workers on N cores do not
     each use several threads. An existing cluster's workers keep their own environment."""
-    from anonymask.models.pose.roi import THREADS_ENV
+    from anonymask.models.pose.roi import THREADS_ENV, available_cores
 
     if runner != "dask" or THREADS_ENV in os.environ:
         yield
         return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    os.environ[THREADS_ENV] = str(max(1, cores // max(1, int(rcfg["workers"]))))
+    os.environ[THREADS_ENV] = str(max(1, available_cores() // max(1, int(rcfg["workers"]))))
     try:
         yield
     finally:

@@ -59,21 +59,26 @@ def read_window(entry: VideoEntry, name: str, a: int, b: int, tracks=None,
     """Frames a..b-1 of every track alive there (or of ``tracks`` among them): {j: (b-a, ...)},
     zeros where the window reaches past the track's span."""
     spans = read_spans(entry, name) if spans is None else spans
-    out: dict[int, np.ndarray] = {}
-    for j in alive(spans, a, b):
-        if tracks is not None and j not in tracks:
-            continue
-        s, e = (int(x) for x in spans[j])
-        arr = entry.array(f"{name}/{j}")
-        lo, hi = max(a, s), min(b, e)
-        part = np.asarray(arr[lo - s : hi - s])
-        if lo == a and hi == b:
-            out[j] = part
-            continue
-        block = np.zeros((b - a, *arr.shape[1:]), arr.dtype)
-        block[lo - a : hi - a] = part
-        out[j] = block
-    return out
+    return {j: span_window(entry.array(f"{name}/{j}"), spans[j], a, b) for j in alive(spans, a, b)
+            if tracks is None or j in tracks}
+
+
+def span_window(arr, span, a: int, b: int, edge: bool = False) -> np.ndarray:
+    """Frames a..b-1 of an array stored over frames ``span`` = [start, stop) (it must meet a..b):
+    zeros where the window reaches past the span (``edge``: its first/last stored frame repeated,
+    e.g. boxes, which must stay valid boxes)."""
+    s, e = (int(x) for x in span)
+    lo, hi = max(a, s), min(b, e)
+    if hi <= lo:
+        raise ValueError(f"an array stored over frames {s}..{e - 1} read at {a}..{b - 1}")
+    part = np.asarray(arr[lo - s : hi - s])
+    if lo == a and hi == b:
+        return part
+    if edge:
+        return np.pad(part, [(lo - a, b - hi)] + [(0, 0)] * (part.ndim - 1), mode="edge")
+    block = np.zeros((b - a, *part.shape[1:]), part.dtype)
+    block[lo - a : hi - a] = part
+    return block
 
 
 class TrackWriters:

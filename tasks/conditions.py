@@ -36,16 +36,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     joints2d, face5, face = (entry.array(f"render/{k}") for k in ("joints2d", "face5_2d", "face_2d"))
     spans = tubelet_spans(entry)
 
-    def depth_crop(boxes, size, a, b, s):
-        return crop_tubelet(np.asarray(depth[a:b]), boxes[a - s : b - s], size, border="constant", value=0.0,
-                            interpolation="nearest")
+    def depth_crop(a, b, bx, size):
+        return crop_tubelet(np.asarray(depth[a:b]), bx, size, border="constant", value=0.0, interpolation="nearest")
 
     for j in tubelet_ids(entry):
         s, e = (int(x) for x in spans[j])
         boxes = entry.read(f"tubelets/{j}/box")
         size = int(entry.array(f"tubelets/{j}/rgb").shape[1])
         windows = [(a, min(a + cfg["window"], e)) for a in range(s, e, cfg["window"])]
-        ranges = [r for r in (inverse_depth_range(depth_crop(boxes, size, a, b, s)) for a, b in windows) if r]
+        ranges = [r for r in (inverse_depth_range(depth_crop(a, b, boxes[a - s : b - s], size)) for a, b in windows)
+                  if r]
         inv_range = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
         with contextlib.ExitStack() as stack:
             out_d, out_p, out_f = (stack.enter_context(w.frames(f"tubelets/{j}/cond_{k}", (size, size, 3), np.uint8,
@@ -53,7 +53,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                                    for k in ("depth", "pose", "face"))
             for a, b in windows:
                 bx = boxes[a - s : b - s]
-                out_d.write(depth_condition(depth_crop(boxes, size, a, b, s), inv_range=inv_range))
+                out_d.write(depth_condition(depth_crop(a, b, bx, size), inv_range=inv_range))
                 op, vis = smplh_to_openpose18(points_to_crop(np.asarray(joints2d[a:b, j]), bx, size),
                                               face5=points_to_crop(np.asarray(face5[a:b, j]), bx, size))
                 out_p.write(openpose_condition(op, size, visibility=vis))

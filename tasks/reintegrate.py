@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.tracks import read_window
+from anonymask.storage.tracks import read_window, span_window
 from anonymask.storage.windows import frame_windows
 from anonymask.tasks.common import stage
-from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tubelet_spans, tubelet_window
+from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tubelet_spans
 
 
 @stage("reintegrate", deps=("inpaint", "refine", "tubelets", "segment", "render"), backend=lambda c: "feather")
@@ -51,13 +51,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             if here:
                 alphas = [alphas_all[ids[k]] for k in here]
                 a0, a1 = win.core_start, win.core_stop
-                c = [tubelet_window(crops[k], spans[ids[k]], a0, a1) for k in here]
-                b = [tubelet_window(boxes[k], spans[ids[k]], a0, a1, edge=True) for k in here]
-                for k, al in zip(here, alphas):
-                    outside = np.ones(a1 - a0, bool)
-                    outside[max(0, spans[ids[k]][0] - a0) : max(0, spans[ids[k]][1] - a0)] = False
-                    if al[outside].any():
-                        raise ValueError(f"tubelet {ids[k]} (frames {spans[ids[k]][0]}..{spans[ids[k]][1] - 1}) "
+                c = [span_window(crops[k], spans[ids[k]], a0, a1) for k in here]
+                b = [span_window(boxes[k], spans[ids[k]], a0, a1, edge=True) for k in here]
+                for k, al in zip(here, alphas):  # a tubelet holds every frame its person has a pixel in
+                    s0, s1 = (int(x) - a0 for x in spans[ids[k]])
+                    if al[: max(0, s0)].any() or al[max(0, s1) :].any():
+                        raise ValueError(f"tubelet {ids[k]} (frames {s0 + a0}..{s1 + a0 - 1}) "
                                          f"misses its person's pixels in frames {a0}..{a1 - 1}")
                 x_tilde = reintegrate(xd, c, b, alphas, alpha_scale=255)
                 none = np.zeros(xd.shape[:3], bool)

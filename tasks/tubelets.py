@@ -182,20 +182,3 @@ def tubelet_ids(entry: VideoEntry) -> list[int]:
 def tubelet_spans(entry: VideoEntry) -> np.ndarray:
     """(N, 2) [start, stop) of every track's tubelet ((0, 0): none)."""
     return read_spans(entry, "tubelets")
-
-
-def tubelet_window(arr, span, a: int, b: int, edge: bool = False) -> np.ndarray:
-    """Frames a..b-1 of a tubelet array stored over ``span``: zeros where the window reaches past
-    it (``edge``: the first/last stored frame instead, for boxes, which must stay valid boxes)."""
-    s, e = (int(x) for x in span)
-    lo, hi = max(a, s), min(b, e)
-    part = np.asarray(arr[lo - s : hi - s])
-    if lo == a and hi == b:
-        return part
-    if hi <= lo:
-        raise ValueError(f"tubelet stored over frames {s}..{e - 1} read at {a}..{b - 1}")
-    if edge:
-        return np.pad(part, [(lo - a, b - hi)] + [(0, 0)] * (part.ndim - 1), mode="edge")
-    out = np.zeros((b - a, *part.shape[1:]), part.dtype)
-    out[lo - a : hi - a] = part
-    return out

@@ -72,11 +72,15 @@ def cpu_threads(limit: int = 4) -> int:
     env = os.environ.get(THREADS_ENV)
     if env:
         return max(1, int(env))
+    return max(1, min(int(limit), available_cores()))
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(int(limit), cores))
+        return os.cpu_count() or 1
 
 
 class RoiLandmarker:
