@@ -50,7 +50,7 @@ class PoseOutput:
 
 @register("pose4d", "mediapipe", limits={
     "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
-    "scan_every": {"ge": 1}, "iterations": {"ge": 1}})
+    "scan_every": {"ge": 1}, "iterations": {"ge": 1}, "w_3d": {"ge": 0}})
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
@@ -58,20 +58,27 @@ class MediapipePose:
                  min_visible_frames: int = 2, max_gap: int = 10, link_gap: int = 48, keyframe_every: int = 10,
                  tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
-                 faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True):
+                 faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
+                 w_3d: float = 1.0):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
         the region moves a little (models/pose/scan.py ``PoseScanner._anchored``); False: the
         scan of before (the man standing still in s04s03_a04_r01 is never found). ``face_heads``:
         a face is explained by a body only where that body's avatar has its head on the face
-        (models/pose/faces.py ``head_covers``); False: wherever the body's box holds the face."""
+        (models/pose/faces.py ``head_covers``); False: wherever the body's box holds the face.
+        ``w_3d``: weight of the landmark model's root-relative 3-D landmarks against the 2-D
+        reprojection in the body fit (``FitConfig.w_3d``). 1.0 since 2026-11-25 (4.0 before):
+        followed closely, their depth guesses turn limbs towards or away from the camera, and the
+        avatar drawn is smaller than the person (Pose2Sim Single cam04: removed area / avatar area
+        3.25 -> 2.59), and root-aligned MPJPE was lower on 7 of the 8 demo videos (docs/RESULTS.md)."""
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
                             keyframe_every=keyframe_every,
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
                             backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads)
         self.iterations = iterations
+        self.w_3d = float(w_3d)
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model
@@ -87,7 +94,7 @@ class MediapipePose:
             res = estimate_people(
                 io.windows(), io.shape, get_body_model().rest_joints(), write_window, read_frames=io.read_frames,
                 paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
-                fit=FitConfig(iterations=self.iterations), source=io.source, **opts)
+                fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source, **opts)
         except NoPersonError as err:
             faces = io.visible_faces()
             if faces:
