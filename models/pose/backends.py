@@ -59,7 +59,7 @@ class MediapipePose:
                  tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
-                 w_3d: float = 1.0):
+                 w_3d: float = 0.25):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -68,10 +68,13 @@ class MediapipePose:
         a face is explained by a body only where that body's avatar has its head on the face
         (models/pose/faces.py ``head_covers``); False: wherever the body's box holds the face.
         ``w_3d``: weight of the landmark model's root-relative 3-D landmarks against the 2-D
-        reprojection in the body fit (``FitConfig.w_3d``). 1.0 since 2026-11-25 (4.0 before):
-        followed closely, their depth guesses turn limbs towards or away from the camera, and the
-        avatar drawn is smaller than the person (Pose2Sim Single cam04: removed area / avatar area
-        3.25 -> 2.59), and root-aligned MPJPE was lower on 7 of the 8 demo videos (docs/RESULTS.md)."""
+        reprojection in the body fit (``FitConfig.w_3d``). 0.25 since 2026-11-25 (4.0 before):
+        followed closely, their depth guesses turn limbs towards or away from the camera, the
+        avatar drawn is smaller than the person and off their pose. Swept over 4, 1, 0.5, 0.25,
+        0.1 and 0 on the demo, hard and real sets (docs/RESULTS.md): 0.25 gave the lowest
+        synthetic MPJPE (median 124 -> 106 mm) and real removed area / avatar area median
+        2.30 -> 1.82 (max 3.25 -> 2.53); 0 (2-D only) is worse again in 3-D.
+        """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
                             keyframe_every=keyframe_every,
