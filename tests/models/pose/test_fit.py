@@ -9,6 +9,7 @@ from anonymask.models.body.tracks import Camera
 from anonymask.models.metrics import mpjpe_mm
 from anonymask.models.pose.fit import FitConfig, fit_track
 from anonymask.models.pose.keypoints import BODY_JOINTS, MEDIAPIPE_TO_SMPLH, mapping_arrays
+from anonymask.models.stage_settings import validate_stage
 
 CAM = Camera.from_fov(640, 480, 60.0)
 MAP = mapping_arrays(MEDIAPIPE_TO_SMPLH)
@@ -29,8 +30,8 @@ def _keypoints(joints, rng, px_noise=1.0, m_noise=0.02):
     return kp2, conf, world
 
 
-def _fit_error(body, truth, kp2, conf, world):
-    track, terms = fit_track(body.rest_joints(), kp2, conf, CAM, MAP, kp3d=world, cfg=FitConfig(iterations=100))
+def _fit_error(body, truth, kp2, conf, world, cfg=None):
+    track, terms = fit_track(body.rest_joints(), kp2, conf, CAM, MAP, kp3d=world, cfg=cfg or FitConfig(iterations=100))
     got = body.pose_track(track).joints[:, BODY_JOINTS]
     want = body.pose_track(truth).joints[:, BODY_JOINTS]
     return track, terms, mpjpe_mm(got, want, root=0), mpjpe_mm(got, want)
@@ -105,8 +106,6 @@ def _reprojection_px(body, track, kp2, conf):
 
 
 def _mediapipe_w3d() -> float:
-    from anonymask.models.stage_settings import validate_stage
-
     return float(validate_stage("pose4d", {})["w_3d"])
 
 
@@ -137,18 +136,12 @@ def test_the_backends_3d_weight_still_recovers_a_known_motion(body, rng):
     in 3-D as well as test_fit_recovers_known_motion asks."""
     truth = synthetic_motion(body, t_len=10, seed=1)
     kp2, conf, world = _keypoints(body.pose_track(truth).joints, rng)
-    track, _ = fit_track(body.rest_joints(), kp2, conf, CAM, MAP, kp3d=world,
-                         cfg=FitConfig(iterations=150, w_3d=_mediapipe_w3d()))
-    got = body.pose_track(track).joints[:, BODY_JOINTS]
-    want = body.pose_track(truth).joints[:, BODY_JOINTS]
-    err = mpjpe_mm(got, want, root=0)
+    _, _, err, _ = _fit_error(body, truth, kp2, conf, world, FitConfig(iterations=150, w_3d=_mediapipe_w3d()))
     print(f"root-aligned MPJPE with w_3d={_mediapipe_w3d()}: {err:.1f} mm")
     assert err < 40.0
 
 
 def test_the_mediapipe_backend_fits_with_its_3d_weight():
-    from anonymask.models.stage_settings import validate_stage
-
     assert validate_stage("pose4d", {})["w_3d"] == 0.25
     assert validate_stage("pose4d", {"w_3d": 4.0})["w_3d"] == 4.0
     with pytest.raises(SettingsError):
