@@ -21,13 +21,20 @@ from anonymask.models.audit.detectors import AuditFinding
 
 def leaked_pixels(raw: np.ndarray, out: np.ndarray, person: np.ndarray, background: np.ndarray,
                   synthetic: np.ndarray, tol: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
-    """Per frame of a chunk: (leaked (n,H,W) bool, distinguishable (n,H,W) bool)."""
-    x = raw.astype(np.int16)
-    d_bg = np.abs(x - np.broadcast_to(background, raw.shape).astype(np.int16)).max(axis=-1)
-    d_out = np.abs(out.astype(np.int16) - x).max(axis=-1)
-    d_to_bg = np.abs(out.astype(np.int16) - np.broadcast_to(background, raw.shape).astype(np.int16)).max(axis=-1)
-    dist = person & (d_bg > tol)
-    return dist & (d_out <= tol) & (d_out < d_to_bg) & ~synthetic, dist
+    """Per frame of a chunk: (leaked (n,H,W) bool, distinguishable (n,H,W) bool). Only the
+    person's pixels are compared (a few percent of the frame; comparing whole frames cost the
+    audit a third of its time on the 640x480 bench)."""
+    idx = np.nonzero(person)
+    x = raw[idx].astype(np.int16)
+    bg = np.asarray(background)
+    b = (bg[idx[1], idx[2]] if bg.ndim == 3 else bg[idx]).astype(np.int16)
+    o = out[idx].astype(np.int16)
+    d_out = np.abs(o - x).max(axis=-1)
+    dist_v = np.abs(x - b).max(axis=-1) > tol
+    leak_v = dist_v & (d_out <= tol) & (d_out < np.abs(o - b).max(axis=-1)) & ~synthetic[idx]
+    leaked, dist = np.zeros(person.shape, bool), np.zeros(person.shape, bool)
+    leaked[idx], dist[idx] = leak_v, dist_v
+    return leaked, dist
 
 
 def gt_leak(chunks: Iterable[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *,

@@ -65,3 +65,27 @@ def test_ground_truth_leak_fails_a_video_that_shows_a_person_and_passes_one_that
     assert gt_leak([(0, raw, removed, person, bg, no_avatar)]) == (0.0, None)
     # the person's own colours shown, but under an avatar: not a leak
     assert gt_leak([(0, raw, raw, person, bg, person)])[1] is None
+
+
+def test_ground_truth_leak_counts_the_pixels_the_real_leak_metric_counts():
+    """The audit's oracle and the ``real_leak`` metric are one definition: on a random chunk (some
+    pixels shown, some removed, some near the background's colour, some under avatars) both count
+    the same leaked and distinguishable pixels, with one background image or one per frame."""
+    from anonymask.models.audit.ground_truth import leaked_pixels
+    from anonymask.models.metrics import person_leak_counts
+
+    rng = np.random.default_rng(3)
+    bg = rng.integers(0, 255, (24, 32, 3), np.uint8)
+    raw = rng.integers(0, 255, (5, 24, 32, 3), np.uint8)
+    near = rng.random((5, 24, 32)) < 0.2  # person pixels within the tolerance of the background
+    raw[near] = (bg[None].repeat(5, 0)[near].astype(int) + 4).clip(0, 255).astype(np.uint8)
+    out = raw.copy()
+    gone = rng.random((5, 24, 32)) < 0.4
+    out[gone] = rng.integers(0, 255, (int(gone.sum()), 3), np.uint8)
+    person = rng.random((5, 24, 32)) < 0.5
+    avatar = rng.random((5, 24, 32)) < 0.2
+    for background in (bg, np.repeat(bg[None], 5, 0)):
+        lk, dist = leaked_pixels(raw, out, person, background, avatar)
+        want = person_leak_counts(raw, out, person, background, synthetic=avatar)
+        assert (int(lk.sum()), int(dist.sum())) == want and want[0] > 0
+        assert not (lk & ~person).any() and not (lk & avatar).any()
