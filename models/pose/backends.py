@@ -50,7 +50,7 @@ class PoseOutput:
 
 @register("pose4d", "mediapipe", limits={
     "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
-    "scan_every": {"ge": 1}, "iterations": {"ge": 1}, "w_3d": {"ge": 0}})
+    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "iterations": {"ge": 1}, "w_3d": {"ge": 0}})
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
@@ -59,7 +59,7 @@ class MediapipePose:
                  tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
-                 w_3d: float = 0.25):
+                 w_3d: float = 0.25, scan_rotate: int = 2):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -74,12 +74,16 @@ class MediapipePose:
         0.1 and 0 on the demo, hard and real sets (docs/RESULTS.md): 0.25 gave the lowest
         synthetic MPJPE (median 124 -> 106 mm) and real removed area / avatar area median
         2.30 -> 1.82 (max 3.25 -> 2.53); 0 (2-D only) is worse again in 3-D.
+        ``scan_rotate``: after its first pass, the landmark-model scan looks at the regions whose
+        pixels changed since its last pass and at a rotating ``1/scan_rotate`` share of the
+        others (models/pose/scan.py); 1: the whole grid on every pass (before 2026-11-25).
         """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
                             keyframe_every=keyframe_every,
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
-                            backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads)
+                            backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads,
+                            scan_rotate=int(scan_rotate))
         self.iterations = iterations
         self.w_3d = float(w_3d)
 

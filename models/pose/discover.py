@@ -129,7 +129,8 @@ class PersonDiscovery:
                  tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
-                 limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5):
+                 limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5,
+                 scan_rotate: int = 1):
         self.detector = detector or PeopleDetector()
         self.t_len = None if t_len is None else int(t_len)
         self.backfill_iou = 0.2
@@ -149,7 +150,7 @@ class PersonDiscovery:
         if self.scanner is None and scan:
             from anonymask.models.pose.scan import PoseScanner
 
-            self.scanner = PoseScanner(self.roi, anchor_scales=None if anchor else ())
+            self.scanner = PoseScanner(self.roi, anchor_scales=None if anchor else (), rotate=scan_rotate)
         self.scan_every = max(1, int(scan_every or self.keyframe_every))
         self.hold, self.hold_tol = bool(hold), float(hold_tol)
         self.hold_refresh = float(hold_refresh)
@@ -315,7 +316,9 @@ class PersonDiscovery:
             dets = [d for d in dets if self._verified(frame, d)]
         if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
             # the whole grid when someone was lost since the last scan and is still not found
-            full = any(t - tr.last_t > 0 for tr in self.tracker.live(t))
+            # (someone held in place is not lost: their last mask stays removed, and they are
+            # searched for where they stood)
+            full = any(t - tr.last_t > 0 and not tr.held for tr in self.tracker.live(t))
             dets += [d for d in self.scanner.scan(frame, known + dets, full=full or not periodic)
                      if not _known(d, known + dets)
                      and (periodic or any(1 / 1.5 <= d.height / hv <= 1.5 for hv in vanished))]

@@ -65,6 +65,7 @@ def estimate_people(
     link_gap: int = 48,
     anchor: bool = True,
     face_heads: bool = True,
+    scan_rotate: int = 1,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -86,6 +87,7 @@ def estimate_people(
     ``anchor``: the scan's anchored regions (models/pose/scan.py ``PoseScanner._anchored``).
     ``face_heads``: a face counts as explained only where an avatar's head covers it
     (models/pose/faces.py ``head_covers``); False: where a person's box holds its centre.
+    ``scan_rotate``: the scan after its first pass (models/pose/scan.py ``PoseScanner.scan``).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -93,7 +95,7 @@ def estimate_people(
     camera = camera or default_camera(w, h)
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
                                         detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len,
-                                        anchor=anchor)
+                                        anchor=anchor, scan_rotate=scan_rotate)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:
@@ -186,6 +188,10 @@ def estimate_people(
     diag["fallback_tracks"] = float((kinds_arr != POSED).sum())
     diag["face_tracks"] = float((kinds_arr == FALLBACK_FACE).sum())
     diag.update({f"detections_{k}": float(v) for k, v in disc.sources.items()})
+    scanner = getattr(disc, "scanner", None)
+    if scanner is not None:  # what the landmark-model scan cost (its calls dominate pose4d's time)
+        diag.update(scan_count=float(scanner.scans), scan_calls=float(scanner.calls),
+                    scan_skipped=float(scanner.skipped))
     if not tracks:
         raise NoPersonError(f"{source}: no person found (no body detected in any frame, no face seen)")
     res = PoseResult(tracks, camera, np.stack(boxes).astype(np.float32), diag)

@@ -32,10 +32,16 @@ A candidate that fails the check is counted (``rejected``) and tried again on la
 Every scan uses a grid shifted by half a stride, or scaled by half a scale step, from the previous
 one: over time the scans cover positions and sizes between those of the first (temporal
 accumulation for a person in an unlucky place; they are followed back to their first frame by the
-caller's backfill). Regions whose centre lies inside a person already found are skipped. For cost,
-``rotate > 1`` visits only a rotating share (``1/rotate``) of the grid after a full first scan (the
-default, 1, always scans the whole grid: measured on the hard cases, rotating shares missed a person
-walking across for the whole video).
+caller's backfill). Regions whose centre lies inside a person already found are skipped.
+
+The landmark model's calls on empty background are most of the scan's cost (and most of pose4d's).
+For cost, ``rotate > 1`` gates the scans after the first by change: a region is looked at when
+its pixels changed since the last scan (someone came, went or moved; :func:`_changed_cells`), and
+of the unchanged regions only a ``1/rotate`` share, which moves on after every round of
+:data:`GRID_PHASES` grids, so every region of every grid is still looked at within
+``GRID_PHASES x rotate`` scans. A scan the caller asks to be ``full`` (someone was lost) looks at the
+whole grid. (A rotating share without the change test, measured earlier on the hard cases, missed
+a person walking across for the whole video.) ``rotate`` 1 looks at the whole grid every time.
 """
 
 from __future__ import annotations
@@ -128,6 +134,9 @@ class PersonEvidence:
         return bool(np.isfinite(ev.selfie) and ev.selfie + self.hog_weight * ev.hog >= need)
 
 
+#: distinct grids :meth:`PoseScanner.grid` lays (4 shifts x 2 scales) before they repeat
+GRID_PHASES = 8
+
 #: sides of the anchored regions, in units of the side the landmark model predicts (PoseScanner._anchored)
 ANCHOR_SCALES = (0.85, 0.75)
 
@@ -145,7 +154,8 @@ class PoseScanner:
                  refine: int = 2, rotate: int = 1, evidence: PersonEvidence | None | bool = True,
                  scan_combined: float = 0.2, min_aspect: float = 0.9,
                  anchor_scales: tuple[float, ...] | None = None, anchor_tol: float = 0.15,
-                 anchor_shift: float = 0.08, anchor_jitter: float = 0.05, anchor_flag: float = 0.75):
+                 anchor_shift: float = 0.08, anchor_jitter: float = 0.05, anchor_flag: float = 0.75,
+                 change_tol: float = 12.0, change_min: float = 0.002):
         if roi is None:
             from anonymask.models.pose.roi import RoiLandmarker
 
@@ -167,6 +177,10 @@ class PoseScanner:
         self.anchor_flag = float(anchor_flag)
         self.anchor_shift = float(anchor_shift)
         self.anchor_jitter = float(anchor_jitter)
+        self.change_tol = float(change_tol)
+        self.change_min = float(change_min)
+        self._last: np.ndarray | None = None  # the last scan's frame, grey at 1/4 size (change gating)
+        self.skipped = 0
         self.anchored = 0
         self.scans = 0
         self.calls = 0
@@ -272,6 +286,8 @@ class PoseScanner:
         d0, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
         if d0 is None or flag < self.first_flag:
             return None
+        if known_person(d0, taken):  # the region holds (part of) someone already found
+            return None
         d = self._refined(frame, nxt, d0)
         if d is None or d.score < self.min_score:
             return None
@@ -291,19 +307,35 @@ class PoseScanner:
         d.source = "scan"
         return d
 
+    def cells(self, frame: np.ndarray, full: bool = False) -> list[tuple[float, float, float]]:
+        """The (cx, cy, side) regions of the next scan (see the module docstring), which this call
+        starts: it counts the scan and keeps ``frame`` as the reference the next one compares with."""
+        h, w = frame.shape[:2]
+        k = self.scans
+        cells = self.grid(h, w, k)  # shifted grid after each scan
+        small = _small_grey(frame) if self.rotate > 1 else None
+        if k > 0 and self.rotate > 1 and not full:
+            # the cells that changed since the last scan, and of the others a share that moves on
+            # after each round of GRID_PHASES scans (every cell of every phase is looked at within
+            # GRID_PHASES x rotate scans however still the scene is)
+            share = set(range(((k - 1) // GRID_PHASES) % self.rotate, len(cells), self.rotate))
+            changed = _changed_cells(small, self._last, cells, self.change_tol, self.change_min)
+            keep = [c for i, c in enumerate(cells) if i in share or changed[i]]
+            self.skipped += len(cells) - len(keep)
+            cells = keep
+        self._last = small
+        self.scans += 1
+        return cells
+
     def scan(self, frame: np.ndarray, known: list[Detection] = (), full: bool = False) -> list[Detection]:
-        """New people anywhere in the frame (the grid, or its rotating share after the first scan).
+        """New people anywhere in the frame (the grid; after the first scan, with ``rotate > 1``,
+        its changed regions and a rotating share of the others).
         ``full``: the whole grid (the caller asks for it after losing someone).
         Stricter than :meth:`search`: nothing says a person is there, so the second opinion must
         be clear (``scan_combined``) and the body upright-ish (``min_aspect``: box height >= 0.9 x
         width, legs not much shorter than the torso; lying people are left to the full-frame
         detector)."""
-        h, w = frame.shape[:2]
-        k = self.scans
-        cells = self.grid(h, w, 0 if k == 0 else (k - 1) // self.rotate + 1)  # shifted grid after each round
-        if k > 0 and self.rotate > 1 and not full:  # after a full first scan, a rotating share
-            cells = cells[(k - 1) % self.rotate :: self.rotate]
-        self.scans += 1
+        cells = self.cells(frame, full)
         self.last_evidence = []
         known = list(known)
         found: list[Detection] = []
@@ -344,6 +376,36 @@ class PoseScanner:
             if d is not None and box_iou(d.box, box) > 0.2:
                 return d
         return None
+
+
+#: the change map is taken at 1/CHANGE_SCALE of the frame's size (noise averages out, and it is cheap)
+CHANGE_SCALE = 4
+
+
+def _small_grey(frame: np.ndarray) -> np.ndarray:
+    g = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY) if frame.ndim == 3 else frame
+    h, w = g.shape[:2]
+    return cv2.resize(g, (max(1, w // CHANGE_SCALE), max(1, h // CHANGE_SCALE)), interpolation=cv2.INTER_AREA)
+
+
+def _changed_cells(small: np.ndarray | None, last: np.ndarray | None, cells, tol: float,
+                   min_share: float) -> list[bool]:
+    """Per (cx, cy, side) cell: did its pixels change since the last scan (at least ``min_share``
+    of them, and at least 2, by more than ``tol`` grey levels at 1/4 size)? Every cell counts as
+    changed when there is nothing to compare with (no gating, a first scan, another frame size)."""
+    if small is None or last is None or small.shape != last.shape:
+        return [True] * len(cells)
+    moved = (np.abs(small.astype(np.int16) - last.astype(np.int16)) > tol).astype(np.uint8)
+    ii = cv2.integral(moved)
+    hs, ws = small.shape
+    out = []
+    for cx, cy, side in cells:
+        r = side / (2 * CHANGE_SCALE)
+        x0, x1 = int(np.clip((cx / CHANGE_SCALE) - r, 0, ws)), int(np.clip((cx / CHANGE_SCALE) + r, 0, ws))
+        y0, y1 = int(np.clip((cy / CHANGE_SCALE) - r, 0, hs)), int(np.clip((cy / CHANGE_SCALE) + r, 0, hs))
+        n = int(ii[y1, x1] - ii[y0, x1] - ii[y1, x0] + ii[y0, x0])
+        out.append(n >= max(2.0, min_share * max(1, (x1 - x0) * (y1 - y0))))
+    return out
 
 
 def _centre(box: np.ndarray) -> tuple[float, float]:
