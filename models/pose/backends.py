@@ -50,7 +50,7 @@ class PoseOutput:
 
 @register("pose4d", "mediapipe", limits={
     "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
-    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "iterations": {"ge": 1}, "w_3d": {"ge": 0}})
+    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "hold_motion": {"ge": 0}, "iterations": {"ge": 1}, "w_3d": {"ge": 0}})
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
@@ -59,7 +59,8 @@ class MediapipePose:
                  tiles: bool = False,
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
-                 w_3d: float = 0.25, scan_rotate: int = 2):
+                 w_3d: float = 0.25, scan_rotate: int = 2,
+                 hold_motion: float = 30.0):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -77,13 +78,17 @@ class MediapipePose:
         ``scan_rotate``: after its first pass, the landmark-model scan looks at the regions whose
         pixels changed since its last pass and at a rotating ``1/scan_rotate`` share of the
         others (models/pose/scan.py); 1: the whole grid on every pass (before 2026-11-25).
+        ``hold_motion``: a person held in place (lost by the landmark model, still there) keeps
+        their last mask plus the pixels next to it that changed by more than this many grey
+        levels since they were last seen (an arm stretched out meanwhile); 0: the last mask only
+        (before 2026-11-25).
         """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
                             keyframe_every=keyframe_every,
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
                             backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads,
-                            scan_rotate=int(scan_rotate))
+                            scan_rotate=int(scan_rotate), hold_motion=float(hold_motion))
         self.iterations = iterations
         self.w_3d = float(w_3d)
 

@@ -45,6 +45,7 @@ class _Track:
     box: np.ndarray | None = None
     roi: tuple | None = None
     ref: tuple | None = None  # (detection with its mask, frame crop of its region) last seen for real
+    sight: tuple | None = None  # (window around that region, frame crop of the window) at that sighting
     held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold)
 
     def predict(self, t: int) -> np.ndarray:
@@ -52,6 +53,18 @@ class _Track:
             return self.box
         v = (self.box - self.prev_box)
         return self.box + v * min(t - self.last_t, 3)
+
+    def seen(self, frame: np.ndarray, d: Detection, reach: float) -> None:
+        """Remember a real sighting (what :meth:`PersonDiscovery._hold` compares later frames
+        with): the detection with its mask, the frame in its region, and the frame in a window
+        ``reach`` x their height around it."""
+        h, w = frame.shape[:2]
+        x0, y0, x1, y1 = d.region
+        keep = Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask.copy(), d.region, d.score, d.source)
+        self.ref, self.held = (keep, frame[y0:y1, x0:x1].copy()), 0
+        r = reach * max(d.height, 1.0)
+        win = (int(max(0, x0 - r)), int(max(0, y0 - r)), int(min(w, x1 + r)), int(min(h, y1 + r)))
+        self.sight = (win, frame[win[1] : win[3], win[0] : win[2]].copy())
 
     def add(self, t: int, d: Detection) -> None:
         self.frames[t] = d
@@ -130,7 +143,7 @@ class PersonDiscovery:
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
                  limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5,
-                 scan_rotate: int = 1):
+                 scan_rotate: int = 1, hold_reach: float = 0.5, hold_motion: float = 30.0):
         self.detector = detector or PeopleDetector()
         self.t_len = None if t_len is None else int(t_len)
         self.backfill_iou = 0.2
@@ -154,6 +167,7 @@ class PersonDiscovery:
         self.scan_every = max(1, int(scan_every or self.keyframe_every))
         self.hold, self.hold_tol = bool(hold), float(hold_tol)
         self.hold_refresh = float(hold_refresh)
+        self.hold_reach, self.hold_motion = float(hold_reach), float(hold_motion)
         self.limbs = bool(limbs)
         self.verify = None
         if verify:
@@ -206,11 +220,39 @@ class PersonDiscovery:
                 # barely changed: compare the next frame with this one (a person standing still
                 # sways a little; the difference to the last real sighting grows frame by frame)
                 tr.ref = (d0, frame[y0:y1, x0:x1].copy())
-            d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
+            d = self._moved_parts(frame, tr, Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask,
+                                                       d0.region, d0.score, "hold"))
             tr.add(t, d)
             tr.held += 1
             held.append(tr.tid)
         return held
+
+    def _moved_parts(self, frame: np.ndarray, tr: _Track, d: Detection) -> Detection:
+        """A held person's last mask, plus what moved next to it since they were last seen for
+        real: pixels around them (within ``hold_reach`` x their height) that differ from that
+        sighting by more than ``hold_motion`` grey levels and touch the mask. Held, a person keeps
+        their pose of that sighting; an arm they stretch out meanwhile lies outside it (Pose2Sim
+        Multi cam03, frames 96-99: the man's arm, held since frame 94, was left in the output)."""
+        if tr.sight is None or self.hold_motion <= 0:
+            return d
+        (wx0, wy0, wx1, wy1), before = tr.sight
+        moved = np.abs(frame[wy0:wy1, wx0:wx1].astype(np.int16) - before.astype(np.int16)).max(axis=-1) > self.hold_motion
+        if not moved.any():
+            return d
+        m = np.zeros(moved.shape, np.float32)
+        x0, y0, x1, y1 = d.region
+        m[y0 - wy0 : y1 - wy0, x0 - wx0 : x1 - wx0] = d.mask[: y1 - y0, : x1 - x0]
+        seed = cv2.dilate((m >= 0.5).astype(np.uint8), np.ones((3, 3), np.uint8))
+        n, lab = cv2.connectedComponents(((moved | (seed > 0))).astype(np.uint8), connectivity=8)
+        touching = np.unique(lab[seed > 0])
+        grown = np.isin(lab, touching[touching > 0]) & moved
+        if not grown.any():
+            return d
+        m[grown] = np.maximum(m[grown], 1.0)
+        ys, xs = np.nonzero(m >= 0.5)
+        box = np.array([min(d.box[0], wx0 + xs.min()), min(d.box[1], wy0 + ys.min()),
+                        max(d.box[2], wx0 + xs.max() + 1), max(d.box[3], wy0 + ys.max() + 1)], np.float32)
+        return Detection(box, d.kp2d, d.conf, d.world, m, (wx0, wy0, wx1, wy1), d.score, "hold")
 
     def _vanished(self, t: int, w: int, h: int, edge: float = 0.03) -> list[float]:
         """Box heights of the tracks lost before frame t - 1 with their last box inside the frame
@@ -347,9 +389,7 @@ class PersonDiscovery:
         for d, tid in zip(dets, ids):
             tr = by_id.get(tid) or self.tracker.tracks[tid]
             if d.source != "hold" and d.mask.size:
-                x0, y0, x1, y1 = d.region
-                keep = Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask.copy(), d.region, d.score, d.source)
-                tr.ref, tr.held = (keep, frame[y0:y1, x0:x1].copy()), 0
+                tr.seen(frame, d, self.hold_reach)
         labels = np.zeros((h, w), np.uint16)
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
@@ -361,7 +401,7 @@ class PersonDiscovery:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
         for tr in self.tracker.tracks:
             if tr.ref is not None and t + 1 - tr.last_t > self.tracker.max_gap:
-                tr.ref = None  # a dead track is never held again: drop its mask and frame crop
+                tr.ref = tr.sight = None  # a dead track is never held again: drop its mask and frame crops
         self.t += 1
         return FrameOutput(labels, best)
 

@@ -66,6 +66,7 @@ def estimate_people(
     anchor: bool = True,
     face_heads: bool = True,
     scan_rotate: int = 1,
+    hold_motion: float = 30.0,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -88,6 +89,8 @@ def estimate_people(
     ``face_heads``: a face counts as explained only where an avatar's head covers it
     (models/pose/faces.py ``head_covers``); False: where a person's box holds its centre.
     ``scan_rotate``: the scan after its first pass (models/pose/scan.py ``PoseScanner.scan``).
+    ``hold_motion``: a person held in place also keeps what moved next to them (grey levels;
+    ``PersonDiscovery._moved_parts``; 0: their last mask only).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -95,7 +98,8 @@ def estimate_people(
     camera = camera or default_camera(w, h)
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
                                         detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len,
-                                        anchor=anchor, scan_rotate=scan_rotate)
+                                        anchor=anchor, scan_rotate=scan_rotate,
+                                        hold_motion=hold_motion)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:

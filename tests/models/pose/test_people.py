@@ -299,3 +299,24 @@ def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_be
         held[refresh] = sorted(disc.tracker.tracks[0].frames)
     assert held[0.5] == list(range(12))
     assert held[0.0] == list(range(5))
+
+
+def test_a_held_person_keeps_what_they_moved_since_they_were_last_seen():
+    """Pose2Sim Multi cam03: the man was held in place from frame 94 (the landmark model lost him
+    in front of the woman) and stretched an arm out meanwhile; his held mask was the pose of frame
+    94 and the arm was left in the output. Held, a person's mask also takes the pixels next to it
+    that changed since that sighting; a change that does not touch them stays out."""
+    rng = np.random.default_rng(0)
+    still = rng.integers(0, 150, (60, 90, 3), np.uint8)
+    still[10:50, 40:55] = (0, 255, 0)  # the person, seen by the detector in frame 0 only
+    later = still.copy()
+    later[20:24, 22:40] = (230, 40, 230)  # an arm stretched out, touching them
+    later[2:6, 70:76] = (230, 40, 230)  # something else that changed, apart from them
+    for motion, arm_kept in ((30.0, True), (0.0, False)):
+        disc = PersonDiscovery(_OnceDetector((40, 10, 55, 50)), scan=False, roi_tracking=False, verify=False,
+                               tiles=False, limbs=False, detect_every=1, hold_motion=motion)
+        outs = [disc.push(f) for f in (still, later)]
+        assert (outs[0].labels[10:50, 40:55] > 0).all() and disc.sources["hold"] == 1
+        assert (outs[1].labels[10:50, 40:55] > 0).all()  # held where they stood
+        assert bool((outs[1].labels[20:24, 22:40] > 0).all()) is arm_kept
+        assert not (outs[1].labels[2:6, 70:76] > 0).any()
