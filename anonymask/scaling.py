@@ -303,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--reuse", default=None, help="a previous run's --work: copy its stores, measure from --first")
     a.add_argument("--first", default=None, help="first stage to measure (with --reuse)")
     a.add_argument("--last", default=None, help="last stage to measure")
+    a.add_argument("--set", nargs="*", default=[], metavar="STAGE.KEY=VALUE",
+                   help="pipeline settings for every stage, as in `anonymask run --set`")
     b = sub.add_parser("ingest")
     b.add_argument("--minutes", type=float, default=30)
     b.add_argument("--size", default="1920x1080")
@@ -324,7 +326,10 @@ def main(argv: list[str] | None = None) -> int:
             clip = make_clip(work, w, h, seconds=secs[0])
             videos = {f"{s}s": (clip if s == secs[0] else loop_video(clip, work / f"{s}s.mp4", s // secs[0]))
                       for s in secs}
-        res = {"size": [w, h], "seconds": secs, **measure_pipeline(videos, work, guard_gb=args.guard_gb,
+        from anonymask.config import parse_overrides
+
+        res = {"size": [w, h], "seconds": secs, **measure_pipeline(videos, work, parse_overrides(args.set),
+                                                                   guard_gb=args.guard_gb,
                                                                    reuse=args.reuse, first=args.first,
                                                                    last=args.last)}
     else:

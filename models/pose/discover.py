@@ -243,7 +243,7 @@ class PersonDiscovery:
         x0, y0, x1, y1 = d.region
         m[y0 - wy0 : y1 - wy0, x0 - wx0 : x1 - wx0] = d.mask[: y1 - y0, : x1 - x0]
         seed = cv2.dilate((m >= 0.5).astype(np.uint8), np.ones((3, 3), np.uint8))
-        n, lab = cv2.connectedComponents(((moved | (seed > 0))).astype(np.uint8), connectivity=8)
+        _, lab = cv2.connectedComponents((moved | (seed > 0)).astype(np.uint8), connectivity=8)
         touching = np.unique(lab[seed > 0])
         grown = np.isin(lab, touching[touching > 0]) & moved
         if not grown.any():

@@ -7,7 +7,10 @@ their visible part stays in the output. After discovery, a track A that ends ins
 did not leave) is linked to a track B that starts inside the frame (it did not enter) after it,
 within ``max_link`` frames (or in the very frame A ends, when their boxes there overlap: the
 tracker lost the person and found them again at once, s03_a03_r01), when B's first box is where A could have walked to (centre distance
-<= ``slack`` + ``speed`` x gap, in person heights) and both boxes have about the same height. The
+<= ``slack`` + ``speed`` x gap, in person heights) and both boxes have about the same size: their
+heights or their diagonals within ``max_ratio`` (a pose changes one or the other: a man curled up
+in a flip has a box half as tall as when he lands, its diagonal 0.76x, Sports2D's demo; a kick
+widens the box, its height stays, s03_a03_r01). Before 2026-11-25 only heights counted. The
 linked gap is bridged by interpolated boxes (removed as boxes, the avatar stays), exactly as the
 short gaps of one track are. Linking is greedy by distance, one successor per track, so chains
 A -> B -> C form. Two different people can be linked only if one vanishes mid-frame where the
@@ -29,6 +32,14 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
     inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return float(inter / union) if union > 0 else 0.0
+
+
+def _diagonal(box: np.ndarray) -> float:
+    return float(np.hypot(box[2] - box[0], box[3] - box[1]))
+
+
+def _ratio(a: float, b: float) -> float:
+    return max(a, b) / max(min(a, b), 1e-6)
 
 
 def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], max_link: int, *, edge: float = 0.03,
@@ -56,7 +67,7 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], max_link: int, *, 
             if not _inside(bb, hw, edge):
                 continue
             ha, hb = float(ba[3] - ba[1]), float(bb[3] - bb[1])
-            if min(ha, hb) <= 0 or max(ha, hb) / min(ha, hb) > max_ratio:
+            if min(ha, hb) <= 0 or not (_ratio(ha, hb) <= max_ratio or _ratio(_diagonal(ba), _diagonal(bb)) <= max_ratio):
                 continue
             size = (ha + hb) / 2
             dist = float(np.hypot((bb[0] + bb[2] - ba[0] - ba[2]) / 2, (bb[1] + bb[3] - ba[1] - ba[3]) / 2)) / size

@@ -103,3 +103,20 @@ def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_len
     one_track = t_len * 808  # one raw track's whole-video landmark arrays
     print(f"estimate_people peak {peak / 1e6:.1f} MB for {n} tracks over {t_len} frames")
     assert peak < 8 * one_track
+
+
+def test_a_person_curled_up_in_a_jump_is_linked_to_them_landing():
+    """Sports2D's demo (frames 164-185): the man jumping off the roof curls up in a flip (box 89x69
+    px), is lost in the air, and is found again landing (67x132). Box heights differ 1.9x, beyond
+    the 1.5x allowed; nobody linked them, and frames 176-183 showed him in the output. Sizes are
+    compared by height or by the box diagonal, which the flip changes far less (113 vs 148 px).
+    Two people of clearly different sizes are still not linked."""
+    hw = (270, 480)
+    flip = np.full((230, 4), np.nan, np.float32)
+    flip[150:165] = (199, 57, 288, 126)
+    land = np.full((230, 4), np.nan, np.float32)
+    land[185:230] = (251, 49, 318, 181)
+    assert link_tracks([flip, land], hw, 48) == [[0, 1]]
+    small = np.full((230, 4), np.nan, np.float32)
+    small[185:230] = (265, 140, 285, 181)  # someone far smaller where he lands
+    assert link_tracks([flip, small], hw, 48) == [[0], [1]]
