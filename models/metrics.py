@@ -122,18 +122,24 @@ def person_leak_counts(
     if m.shape != x.shape[:3]:
         raise ValueError(f"person_leak: mask {m.shape} does not match video {x.shape[:3]}")
     bg = np.broadcast_to(np.asarray(background), x.shape)
-    xs = x[m].astype(np.int16)
-    d_bg = np.abs(xs - bg[m].astype(np.int16)).max(axis=-1)
-    d_out = np.abs(y[m].astype(np.int16) - xs).max(axis=-1)
-    distinguishable = d_bg > tol
+    leaked, distinguishable = leak_flags(x[m], y[m], bg[m], tol, None if synthetic is None else as_bool(synthetic)[m])
+    return int(np.count_nonzero(leaked)), int(np.count_nonzero(distinguishable))
+
+
+def leak_flags(original: np.ndarray, anonymized: np.ndarray, background: np.ndarray, tol: float = 10.0,
+               synthetic: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The leak test of :func:`person_leak` on person pixels gathered as (N,3) colours (original,
+    output, background) and ``synthetic`` (N,) bool: per pixel (leaked, distinguishable)."""
+    xs, ys, bs = (np.asarray(a).astype(np.int16) for a in (original, anonymized, background))
+    d_out = np.abs(ys - xs).max(axis=-1)
+    distinguishable = np.abs(xs - bs).max(axis=-1) > tol
     leaked = distinguishable & (d_out <= tol)
     if synthetic is not None:
         # real leak: outside avatars, and closer to the person than to the background (an
         # inpainted pixel where the person's colour is within ``tol`` of the background shows
         # the background, not the person)
-        d_to_bg = np.abs(y[m].astype(np.int16) - bg[m].astype(np.int16)).max(axis=-1)
-        leaked &= ~as_bool(synthetic)[m] & (d_out < d_to_bg)
-    return int(np.count_nonzero(leaked)), int(np.count_nonzero(distinguishable))
+        leaked &= ~synthetic & (d_out < np.abs(ys - bs).max(axis=-1))
+    return leaked, distinguishable
 
 
 def box_iou(a, b) -> float:

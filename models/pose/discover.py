@@ -248,7 +248,7 @@ class PersonDiscovery:
         grown = np.isin(lab, touching[touching > 0]) & moved
         if not grown.any():
             return d
-        m[grown] = np.maximum(m[grown], 1.0)
+        m[grown] = 1.0
         ys, xs = np.nonzero(m >= 0.5)
         box = np.array([min(d.box[0], wx0 + xs.min()), min(d.box[1], wy0 + ys.min()),
                         max(d.box[2], wx0 + xs.max() + 1), max(d.box[3], wy0 + ys.max() + 1)], np.float32)
