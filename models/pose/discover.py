@@ -90,7 +90,9 @@ class OnlineTracker:
         if live and dets:
             cost = np.ones((len(live), len(dets)))
             for i, tr in enumerate(live):
-                pb = tr.predict(t)
+                # someone held stands where they were last seen: their held box also holds what
+                # moved next to them (see PersonDiscovery._moved_parts), often someone else
+                pb = tr.ref[0].box if tr.held and tr.ref is not None else tr.predict(t)
                 for j, d in enumerate(dets):
                     iou = box_iou(pb, d.box)
                     last = tr.frames[tr.last_t]
@@ -201,14 +203,7 @@ class PersonDiscovery:
             m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
             if not m.any():
                 continue
-            vis = m.copy()
-            for o in dets:
-                if o.mask.size == 0:
-                    continue
-                a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
-                if a1 > a0 and b1 > b0:
-                    vis[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] &= o.mask[b0 - o.region[1] : b1 - o.region[1],
-                                                                      a0 - o.region[0] : a1 - o.region[0]] < 0.5
+            vis = _outside(m.copy(), (x0, y0), dets)
             if vis.sum() < 0.3 * m.sum():
                 continue
             if gray is None:
@@ -221,22 +216,26 @@ class PersonDiscovery:
                 # sways a little; the difference to the last real sighting grows frame by frame)
                 tr.ref = (d0, frame[y0:y1, x0:x1].copy())
             d = self._moved_parts(frame, tr, Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask,
-                                                       d0.region, d0.score, "hold"))
+                                                       d0.region, d0.score, "hold"), dets)
             tr.add(t, d)
             tr.held += 1
             held.append(tr.tid)
         return held
 
-    def _moved_parts(self, frame: np.ndarray, tr: _Track, d: Detection) -> Detection:
+    def _moved_parts(self, frame: np.ndarray, tr: _Track, d: Detection, others: list[Detection] = ()) -> Detection:
         """A held person's last mask, plus what moved next to it since they were last seen for
         real: pixels around them (within ``hold_reach`` x their height) that differ from that
         sighting by more than ``hold_motion`` grey levels and touch the mask. Held, a person keeps
         their pose of that sighting; an arm they stretch out meanwhile lies outside it (Pose2Sim
-        Multi cam03, frames 96-99: the man's arm, held since frame 94, was left in the output)."""
+        Multi cam03, frames 96-99: the man's arm, held since frame 94, was left in the output).
+        Pixels of the ``others`` found in this frame are theirs, not moved parts (s04s03_a04_r01:
+        the woman walking past the held man grew his mask over her, and a body drawn over the
+        motorcycle was then linked to him)."""
         if tr.sight is None or self.hold_motion <= 0:
             return d
         (wx0, wy0, wx1, wy1), before = tr.sight
         moved = np.abs(frame[wy0:wy1, wx0:wx1].astype(np.int16) - before.astype(np.int16)).max(axis=-1) > self.hold_motion
+        moved = _outside(moved, (wx0, wy0), others)
         if not moved.any():
             return d
         m = np.zeros(moved.shape, np.float32)
@@ -472,6 +471,21 @@ class PersonDiscovery:
                 boxes[t] = d.box
             out.append(boxes)
         return out
+
+
+def _outside(m: np.ndarray, origin: tuple[int, int], others) -> np.ndarray:
+    """``m`` (a bool map whose pixel (0, 0) is frame pixel ``origin``) with the pixels of the
+    ``others``' masks cleared, in place."""
+    x0, y0 = origin
+    x1, y1 = x0 + m.shape[1], y0 + m.shape[0]
+    for o in others:
+        if o.mask.size == 0:
+            continue
+        a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
+        if a1 > a0 and b1 > b0:
+            m[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] &= o.mask[b0 - o.region[1] : b1 - o.region[1],
+                                                              a0 - o.region[0] : a1 - o.region[0]] < 0.5
+    return m
 
 
 def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:

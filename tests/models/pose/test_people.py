@@ -320,3 +320,65 @@ def test_a_held_person_keeps_what_they_moved_since_they_were_last_seen():
         assert (outs[1].labels[10:50, 40:55] > 0).all()  # held where they stood
         assert bool((outs[1].labels[20:24, 22:40] > 0).all()) is arm_kept
         assert not (outs[1].labels[2:6, 70:76] > 0).any()
+
+
+class _ScriptDetector:
+    """Finds, on the n-th frame, the people (full masks over boxes) of ``script[n]``."""
+
+    def __init__(self, script):
+        self.script, self.calls = script, 0
+
+    def detect(self, frame):
+        boxes = self.script[self.calls] if self.calls < len(self.script) else []
+        self.calls += 1
+        out = []
+        for i, (x0, y0, x1, y1) in enumerate(boxes):
+            d = _det((x0, y0, x1, y1), shift=float(i))
+            d.mask, d.region = np.ones((y1 - y0, x1 - x0), np.float32), (x0, y0, x1, y1)
+            out.append(d)
+        return out
+
+    def detect_region(self, frame, *a, **k):
+        return []
+
+
+def _discovery(script):
+    return PersonDiscovery(_ScriptDetector(script), scan=False, roi_tracking=False, verify=False, tiles=False,
+                           limbs=False, detect_every=1, hold_motion=30.0)
+
+
+def test_a_held_person_does_not_take_the_pixels_of_someone_found_next_to_them():
+    """s04s03_a04_r01: the woman walked up to the man held by the motorcycle; her pixels had
+    changed since his last sighting and touched his mask, so his held mask (and box) grew over
+    her. Pixels of a person found in the same frame are theirs, not the held person's."""
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 150, (60, 100, 3), np.uint8)
+    first[10:50, 40:55] = (0, 255, 0)  # the held person, found in frame 0 only
+    first[10:50, 80:95] = (255, 0, 0)  # the other person, found in every frame
+    second = first.copy()
+    second[10:50, 80:95] = first[10:50, 0:15]
+    second[10:50, 55:70] = (255, 0, 0)  # ...who walked up to the held person
+    disc = _discovery([[(40, 10, 55, 50), (80, 10, 95, 50)], [(55, 10, 70, 50)]])
+    disc.push(first)
+    disc.push(second)
+    held = [tr for tr in disc.tracker.tracks if 1 in tr.frames and tr.frames[1].source == "hold"]
+    assert len(held) == 1
+    np.testing.assert_array_equal(held[0].frames[1].box, [40, 10, 55, 50])
+
+
+def test_a_detection_over_what_moved_next_to_a_held_person_is_not_linked_to_them():
+    """A held person's box also holds what moved next to them; a body drawn there later
+    (s04s03_a04_r01: over the motorcycle, beside the held man) overlaps that box but not where
+    the person stands, and must start its own track instead of taking over theirs."""
+    rng = np.random.default_rng(1)
+    first = rng.integers(0, 150, (60, 100, 3), np.uint8)
+    first[10:50, 40:55] = (0, 255, 0)
+    moved = first.copy()
+    moved[10:50, 55:75] = (230, 40, 230)  # something no detector finds moved next to them
+    disc = _discovery([[(40, 10, 55, 50)], [], [], [(50, 10, 75, 50)]])
+    for f in (first, moved, moved, moved):
+        disc.push(f)
+    person = disc.tracker.tracks[0]
+    assert person.frames[2].source == "hold" and person.frames[2].box[2] >= 75  # the held box took the motion
+    assert person.frames[3].source == "hold"  # still held where they stand
+    assert len(disc.tracker.tracks) == 2 and 3 in disc.tracker.tracks[1].frames
