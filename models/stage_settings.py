@@ -33,6 +33,8 @@ class IngestSettings(StageSettings):
     max_side: int | None = Field(640, ge=16, description="long side after scaling (None: keep the size)")
     max_frames: int | None = Field(None, ge=1, description="a cap, recorded per video (None: every frame)")
     max_bad_frames: int = Field(0, ge=0, description="decode errors + lost frames tolerated")
+    cut_threshold: float = Field(0.4, ge=0.0, le=1.0, description="colour-histogram change that marks a cut "
+                                                                  "between shots (models/shots.py); 0: one shot")
 
 
 class Pose4dSettings(StageSettings):

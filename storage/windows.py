@@ -77,3 +77,12 @@ def iter_blocks(array, size: int = WINDOW_FRAMES, context: int = 0) -> Iterator[
 
     for win in frame_windows(int(array.shape[0]), size, context):
         yield win, np.asarray(array[win.read])
+
+
+def video_shots(entry) -> list[tuple[int, int]]:
+    """[start, stop) of each shot of a stored video (``shots``, written by ingest; a store from
+    before cut detection has none: one shot)."""
+    t_len = int(entry.num_frames)
+    if not entry.has_array("shots"):
+        return [(0, t_len)]
+    return [(int(a), int(b)) for a, b in entry.read("shots")]

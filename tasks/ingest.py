@@ -7,6 +7,10 @@ applied, fps comes from the frames' timestamps (variable-frame-rate files), and 
 lost frames are counted per video: more than ``ingest.max_bad_frames`` of them fail the video
 with the file and the frame ranges named.
 
+Hard cuts are found while decoding (models/shots.py, ``ingest.cut_threshold``) and stored as
+``shots`` ((S, 2) int32, [start, stop) per shot): later stages do not carry people or background
+across a cut.
+
 For datasets with ground truth (the synthetic demo data) it also copies the ground truth into
 ``gt/*`` so every later metric reads it from the store.
 """
@@ -58,9 +62,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
+    from anonymask.models.shots import CutDetector, shot_spans
+
     cap, max_bad = cfg["max_frames"], cfg["max_bad_frames"]
     fw = None
     hw = None
+    cuts = CutDetector(cfg["cut_threshold"])
     with VideoStream(info.path, allow_odd=True) as vs:
         declared = vs.report.declared_frames
         for batch in vs.batches(BATCH, max_frames=cap):
@@ -68,7 +75,9 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 hw = target_size(vs.height, vs.width, cfg["max_side"])
                 hint = min(declared, cap) if declared and cap else declared
                 fw = entry.frame_writer("raw", (*hw, 3), np.uint8, hint=hint)
-            fw.write(resize_video(batch, hw))
+            small = resize_video(batch, hw)
+            cuts.push(small)
+            fw.write(small)
         rep = vs.report
         source_hw = (vs.height, vs.width)
     if fw is None or rep.frames == 0:
@@ -81,6 +90,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             f"{rep.describe_bad()}",
         )
     w.add_output("raw", fw.close())
+    shots = shot_spans(int(rep.frames), cuts.cuts)
+    w.write("shots", np.asarray(shots, np.int32).reshape(-1, 2), frame_chunked=False)
     fps = rep.fps
     if not fps:
         raise InvalidVideoError(info.path, "no frame rate: neither usable timestamps nor a stream rate")
@@ -105,6 +116,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         from anonymask.tasks.gt import ingest_ground_truth
 
         ingest_ground_truth(entry, gt, w, rep.frames, source_hw, hw)
-    w.metric(frames=int(rep.frames), fps=float(fps), bad_frames=int(rep.bad_frames))
+    w.metric(frames=int(rep.frames), fps=float(fps), bad_frames=int(rep.bad_frames), shots=len(shots))
     if rep.stopped_at_cap:
         w.metric(frame_cap=int(cap))

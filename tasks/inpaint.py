@@ -5,7 +5,9 @@ background.
 Memory is one window of ``window`` (64) frames plus ``context`` (16) either side, and (temporal
 median) a sample of ``sample_frames`` (96) frames spread over the video, whatever its length;
 ``inpainted`` is written shard by shard. A video of at most ``window + 2 * context`` frames is one
-window (the median over the whole video); see models/inpaint/backends.py for longer ones."""
+window (the median over the whole video); see models/inpaint/backends.py for longer ones.
+A video with cuts is inpainted shot by shot (``shots``, from ingest): a hole is never filled
+from another scene."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
+from anonymask.storage.windows import video_shots
 from anonymask.tasks.common import stage
 
 
@@ -39,9 +42,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             se[0] += float((d**2).sum())
             se[1] += d.size
 
+    backend = stage_backend("inpaint", cfg)
     with w.frames("inpainted", raw.shape[1:], np.uint8, t_len) as out:
-        inpaint_stream(stage_backend("inpaint", cfg), read, t_len, write, cfg["window"], context=cfg["context"],
-                       sample_frames=cfg["sample_frames"])
+        for a, b in video_shots(entry):
+            inpaint_stream(backend, lambda x, y, a=a: read(a + x, a + y), b - a,
+                           lambda t0, frames, a=a: write(a + t0, frames), cfg["window"], context=cfg["context"],
+                           sample_frames=cfg["sample_frames"])
     if has_gt and se[1]:
         mse = se[0] / se[1]
         w.metric(background_psnr_db=float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse))

