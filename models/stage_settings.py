@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from anonymask.errors import SettingsError
 from anonymask.models.registry import backends, did_you_mean, get_backend, validate_model
@@ -86,6 +86,19 @@ class InpaintSettings(StageSettings):
                                                          "context frames is one window)")
     context: int = Field(16, ge=0, description="frames either side of a window its median also sees")
     sample_frames: int = Field(96, ge=1, description="frames spread over the video for never-uncovered pixels")
+    # a temporal median needs a still camera: a shot whose view moves takes this backend instead
+    moving_camera: str = Field("opencv", description="backend for a shot whose camera moves ('same': "
+                                                     "the backend above for every shot)")
+    camera_drift: float = Field(0.012, gt=0.0, description="view shift (share of the width) over a shot "
+                                                          "above which its camera counts as moving")
+
+    @field_validator("moving_camera")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        known = sorted(backends("inpaint"))
+        if v != "same" and v not in known:
+            raise ValueError(f"must be 'same' or an inpaint backend ({', '.join(known)}), got {v!r}")
+        return v
 
 
 class MergeSettings(StageSettings):

@@ -7,7 +7,10 @@ median) a sample of ``sample_frames`` (96) frames spread over the video, whateve
 ``inpainted`` is written shard by shard. A video of at most ``window + 2 * context`` frames is one
 window (the median over the whole video); see models/inpaint/backends.py for longer ones.
 A video with cuts is inpainted shot by shot (``shots``, from ingest): a hole is never filled
-from another scene."""
+from another scene. A backend that needs a still camera (the temporal median) is replaced, in a
+shot whose view moves (models/shots.py ``camera_drift`` above ``camera_drift``, measured on 8
+frames spread over the shot, the people's pixels left out), by ``moving_camera`` (default ``opencv``,
+frame by frame): a median over a moving view is a smear of other places. Metric ``moving_shots``."""
 
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from anonymask.tasks.common import stage
 
 @stage("inpaint", deps=("ingest", "segment"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.inpaint.backends import inpaint_stream
+    from anonymask.models.inpaint.backends import get_inpainter, inpaint_stream
+    from anonymask.models.shots import camera_drift
     from anonymask.models.stage_settings import stage_backend
 
     raw, hole = entry.array("raw"), entry.array("person_hole")
@@ -43,11 +47,20 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             se[1] += d.size
 
     backend = stage_backend("inpaint", cfg)
+    check = getattr(backend, "still_camera", False) and cfg["moving_camera"] != "same"
+    moving = 0
     with w.frames("inpainted", raw.shape[1:], np.uint8, t_len) as out:
         for a, b in video_shots(entry):
-            inpaint_stream(backend, lambda x, y, a=a: read(a + x, a + y), b - a,
+            use = backend
+            if check:
+                idx = np.unique(np.linspace(a, b - 1, min(8, b - a)).round().astype(int))
+                if camera_drift(np.asarray(raw.get_orthogonal_selection((idx,))),
+                                np.asarray(hole.get_orthogonal_selection((idx,)))) > cfg["camera_drift"]:
+                    use, moving = get_inpainter(cfg["moving_camera"]), moving + 1
+            inpaint_stream(use, lambda x, y, a=a: read(a + x, a + y), b - a,
                            lambda t0, frames, a=a: write(a + t0, frames), cfg["window"], context=cfg["context"],
                            sample_frames=cfg["sample_frames"])
+    w.metric(moving_shots=moving)
     if has_gt and se[1]:
         mse = se[0] / se[1]
         w.metric(background_psnr_db=float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse))

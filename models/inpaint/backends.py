@@ -109,6 +109,10 @@ class TemporalMedianInpainter:
     uncovered in only one or two frames (often a mask edge that still holds some person colour).
     """
 
+    #: a pixel must show the same place in every frame (tasks/inpaint.py swaps the backend for
+    #: shots whose camera moves)
+    still_camera = True
+
     def __init__(self, method: str = "telea", radius: int = 5, block_rows: int = 32, grow_unseen: int = 0):
         self.method = _method(method)
         self.radius = int(radius)

@@ -64,3 +64,18 @@ def test_cuts_on_real_footage():
             for fr in c.decode(video=0):
                 det.push(fr.to_ndarray(format="rgb24", width=160, height=90)[None])
         assert det.cuts == expect, key
+
+
+def test_camera_drift_sees_a_pan_not_a_person_walking_on_a_still_view():
+    from anonymask.models.shots import camera_drift
+
+    still = _scene(3, 8, h=60, w=80)
+    walker = still.copy()
+    hidden = np.zeros(walker.shape[:3], bool)
+    for t in range(8):  # a bright person crossing the still view
+        walker[t, 10:50, 5 + 8 * t : 17 + 8 * t] = 250
+        hidden[t, 8:52, 3 + 8 * t : 19 + 8 * t] = True
+    assert camera_drift(still) < 0.005
+    assert camera_drift(walker, hidden) < 0.005
+    assert camera_drift(_scene(3, 8, h=60, w=80, pan=2)) > 0.1  # 14 px over the shot: 0.17 of the width
+    assert camera_drift(still[:1]) == 0.0

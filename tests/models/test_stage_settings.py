@@ -53,6 +53,9 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
     ({"audit": {"detectors": ["face", "hogg"]}}, "unknown audit backend 'hogg'"),
     ({"audit": {"detector_options": {"hog": {"pad": 2}}, "detectors": ["face"]}}, "'hog' is not in audit.detectors"),
     ({"ingest": {"max_frames": 0}}, "max_frames=0"),
+    ({"ingest": {"cut_threshold": 2}}, "cut_threshold=2"),
+    ({"inpaint": {"moving_camera": "opencvv"}}, "must be 'same' or an inpaint backend (opencv, propainter, "
+                                                "temporal_median), got 'opencvv'"),
     ({"segment": 3}, "settings must be key=value pairs"),
 ])
 def test_a_bad_setting_is_one_line_naming_it(overrides, message):

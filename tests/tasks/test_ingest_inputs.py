@@ -189,3 +189,35 @@ def test_a_cut_splits_the_video_into_shots_and_inpainting_stays_in_its_shot(tmp_
         assert (filled.argmax(axis=-1) == expect).all(), cuts
     cut_off = ingest(tmp_path, tmp_path / "cut.mp4", cut_threshold=0.0)
     np.testing.assert_array_equal(cut_off.read("shots"), [[0, 24]])
+
+
+def test_a_shot_whose_camera_moves_is_inpainted_frame_by_frame(tmp_path):
+    """The temporal median needs a still view: in a panning shot it would fill the hole with a
+    smear of other places, so that shot takes ``inpaint.moving_camera`` (opencv, frame by frame);
+    the still shot keeps the median. ``moving_camera=same`` keeps the median everywhere."""
+    import cv2
+
+    from anonymask.models.inpaint import get_inpainter
+    from anonymask.tasks import inpaint
+
+    rng = np.random.default_rng(0)
+    world = cv2.GaussianBlur(rng.integers(0, 256, (48, 64 + 3 * 16, 3), np.uint8), (9, 9), 3)
+    still = np.stack([world[:, :64]] * 16)
+    still[..., 0] //= 3  # another colour: a cut between the shots
+    pan = np.stack([world[:, 3 * t : 3 * t + 64] for t in range(16)])
+    e = ingest(tmp_path, encode(tmp_path / "pan.mp4", np.concatenate([still, pan])))
+    np.testing.assert_array_equal(e.read("shots"), [[0, 16], [16, 32]])
+    hole = np.zeros((32, 48, 64), bool)
+    hole[:, 16:32, 24:40] = True
+    with e.stage("segment", backend="test") as w:
+        w.write("person_hole", hole)
+    raw = e.read("raw")
+    for moving, expect in (("opencv", 1), ("same", 0)):
+        with e.stage("inpaint", backend="test") as w:
+            inpaint.run(e, pipeline_config("folder", {"inpaint": {"moving_camera": moving}})["inpaint"], w)
+        assert e.metrics()["moving_shots"] == expect
+        got = e.read("inpainted")
+        per_frame = get_inpainter("opencv").inpaint(raw[16:], hole[16:])
+        assert np.array_equal(got[16:], per_frame) is (moving == "opencv")
+        median = get_inpainter("temporal_median").inpaint(raw[:16], hole[:16])
+        np.testing.assert_array_equal(got[:16], median)  # the still shot keeps the median
