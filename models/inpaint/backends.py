@@ -197,11 +197,17 @@ class OpenCVInpainter:
         self.method = _method(method)
         self.radius = int(radius)
 
+    #: the fill of a frame that is all hole: ``cv2.inpaint`` has no pixel to start from there and
+    #: returns the frame as it was, people included
+    EMPTY_FILL = 128
+
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         video, hole = _check(video, mask)
         out = video.copy()
         for t in range(video.shape[0]):
-            if hole[t].any():
+            if hole[t].all():
+                out[t] = self.EMPTY_FILL
+            elif hole[t].any():
                 filled = cv2.inpaint(video[t], hole[t].view(np.uint8), self.radius, self.method)
                 # take only hole pixels from the fill: outside it the frame stays bit for bit
                 cv2.copyTo(filled, hole[t].view(np.uint8), out[t])

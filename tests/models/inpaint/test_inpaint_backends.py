@@ -81,6 +81,20 @@ def test_opencv_backend_per_frame():
     assert err_bg > err_person + 5  # closer to the background than to the person
 
 
+def test_a_frame_that_is_all_hole_is_not_shown():
+    """cv2.inpaint given a mask over the whole frame returns the frame unchanged (it has no pixel
+    to fill from): a person filling a close-up frame, or a box held over the whole frame, would
+    be shown as they are. Such a frame gets a flat grey instead; the others are inpainted."""
+    import cv2
+
+    video, _, mask = moving_person(t=3)
+    mask[1] = True
+    assert np.array_equal(cv2.inpaint(video[1], mask[1].view(np.uint8), 3, cv2.INPAINT_TELEA), video[1])
+    out = get_inpainter("opencv").inpaint(video, mask)
+    assert (out[1] == 128).all()
+    assert np.array_equal(out[~mask], video[~mask]) and not np.array_equal(out[0], video[0])
+
+
 def test_inpainters_validate_inputs():
     video, _, mask = moving_person(t=4)
     with pytest.raises(ValueError):
