@@ -466,3 +466,33 @@ def test_a_pose_computed_before_a_privacy_fix_is_recomputed(tiny_anonymized, tmp
     e, cfg = _record_from_older_code(tiny_anonymized, url, "pose4d", "_privacy")
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "done"
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "skipped"
+
+
+def test_segment_does_not_reach_across_a_cut(tiny_anonymized, tmp_path):
+    """unflicker (the union over +-1 frame) works within a shot: the frames on either side of a
+    cut do not take each other's masks (on bikes.mp4 the last frame before a cut got the next
+    shot's person-shaped hole, with no avatar on it: the audit's erased-person finding). Away from
+    the cut nothing changes. (The still-person margin is decided per shot too; off here.)"""
+    import shutil
+
+    from anonymask.tasks import segment
+
+    url = str(tmp_path / "c.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    t_len, cut = e.num_frames, e.num_frames // 2
+    holes = {}
+    for shots in ([[0, cut], [cut, t_len]], None):
+        if shots is None:
+            del e.group["shots"]
+        else:
+            e.write_array("shots", np.asarray(shots, np.int32), frame_chunked=False)
+        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "static_grow": 0}})
+        with e.stage("segment", backend="test") as w:
+            segment.run(e, cfg["segment"], w)
+        holes[shots is not None] = e.read("person_hole")
+    split, whole = holes[True], holes[False]
+    away = [t for t in range(t_len) if t not in (cut - 1, cut)]
+    np.testing.assert_array_equal(split[away], whole[away])
+    for t in (cut - 1, cut):  # a strict subset: the other shot's frame no longer adds its mask
+        assert not (split[t] & ~whole[t]).any() and (whole[t] & ~split[t]).any(), t
