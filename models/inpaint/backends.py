@@ -32,6 +32,10 @@ class Inpainter(Protocol):
 
 _METHODS = {"telea": cv2.INPAINT_TELEA, "ns": cv2.INPAINT_NS}
 
+#: the fill where nothing around a hole was ever seen (a frame or shot that is all hole):
+#: ``cv2.inpaint`` has no pixel to start from there and returns its input unchanged
+EMPTY_FILL = 128
+
 
 
 
@@ -123,10 +127,7 @@ class TemporalMedianInpainter:
         """The clip's static background image (H,W,3) uint8."""
         video, hole = _check(video, mask)
         bg, count = masked_temporal_median(video, hole, self.block_rows)
-        unseen = count == 0
-        if unseen.all():
-            raise ValueError("temporal_median: every pixel is masked in every frame; nothing to inpaint from")
-        return self._fill_unseen(bg, unseen)
+        return self._fill_unseen(bg, count == 0)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         video, hole = _check(video, mask)
@@ -135,6 +136,8 @@ class TemporalMedianInpainter:
     def _fill_unseen(self, bg: np.ndarray, unseen: np.ndarray) -> np.ndarray:
         if not unseen.any():
             return bg
+        if unseen.all():  # a shot that is all hole in every frame (a close-up): nothing to fill from
+            return np.full_like(bg, EMPTY_FILL)
         fill = unseen.view(np.uint8)
         if self.grow_unseen > 0:
             k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * self.grow_unseen + 1,) * 2)
@@ -197,16 +200,12 @@ class OpenCVInpainter:
         self.method = _method(method)
         self.radius = int(radius)
 
-    #: the fill of a frame that is all hole: ``cv2.inpaint`` has no pixel to start from there and
-    #: returns the frame as it was, people included
-    EMPTY_FILL = 128
-
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         video, hole = _check(video, mask)
         out = video.copy()
         for t in range(video.shape[0]):
-            if hole[t].all():
-                out[t] = self.EMPTY_FILL
+            if hole[t].all():  # cv2.inpaint would return the frame as it was, people included
+                out[t] = EMPTY_FILL
             elif hole[t].any():
                 filled = cv2.inpaint(video[t], hole[t].view(np.uint8), self.radius, self.method)
                 # take only hole pixels from the fill: outside it the frame stays bit for bit
