@@ -216,6 +216,9 @@ def test_a_shot_whose_camera_moves_is_inpainted_frame_by_frame(tmp_path):
         with e.stage("inpaint", backend="test") as w:
             inpaint.run(e, pipeline_config("folder", {"inpaint": {"moving_camera": moving}})["inpaint"], w)
         assert e.metrics()["moving_shots"] == expect
+        table = format_status_table(status_report(DatasetStore.open(str(tmp_path / "s.zarr"))))
+        assert ("shots: v0: 2, 1 with a moving camera (inpainted frame by frame)" in table) is (expect == 1)
+        assert "shots: v0: 2" in table
         got = e.read("inpainted")
         per_frame = get_inpainter("opencv").inpaint(raw[16:], hole[16:])
         assert np.array_equal(got[16:], per_frame) is (moving == "opencv")
