@@ -95,6 +95,15 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             return p, p
         return p, np.maximum(p, _gap_boxes(p.shape, boxes, fill, a0, box_margin).astype(np.float32))
 
+    def shot_windows():
+        """(shot start, its still regions, window in the shot) in order. Shot by shot (ingest's
+        cuts): unflicker and the still-person margin never reach across a cut, where a mask of
+        the other shot would become a hole with no avatar on it."""
+        for s0, s1 in video_shots(entry):
+            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px)
+            for win in frame_windows(s1 - s0, win_frames, context=b):  # context for unflicker
+                yield s0, stills, win
+
     with contextlib.ExitStack() as outs:  # streamed, one shard at a time (written at each close)
         hole_arr = outs.enter_context(w.frames("person_hole", (h, wd), bool, t_len))
         mask_arr = outs.enter_context(w.frames("person_mask", (h, wd), np.uint8, t_len))
@@ -102,51 +111,47 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         # unflicker's reach: its own frames in the store (storage/tracks.py)
         track_arr = TrackWriters(w, "person_track_alphas", (h, wd), np.uint8,
                                  alpha_spans(entry, sil_spans, lut, t_len, b, win_frames)) if n else None
-        # shot by shot (ingest's cuts): unflicker and the still-person margin never reach across a
-        # cut, where a mask of the other shot would become a hole with no avatar on it
-        for s0, s1 in video_shots(entry):
-            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px)
-            for win in frame_windows(s1 - s0, win_frames, context=b):  # context for unflicker
-                a0, a1, t0, t1 = (s0 + x for x in (win.start, win.stop, win.core_start, win.core_stop))
-                seg_prob, filled = probs(a0, a1)
-                sil = read_window(entry, "render/track_masks", a0, a1, spans=sil_spans)  # {j: (n_w, H, W)}
-                inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut) if has_inst and n else None
-                # only the people in this window: on a long video most tracks are elsewhere in time, and
-                # a track with no pixels in the window has an all-zero mask here (same result, less memory)
-                in_inst = set(np.unique(inst[inst >= 0]).tolist()) if inst is not None else set()
-                active = [j for j in range(n) if (j in sil and sil[j].any()) or j in in_inst]
-                none = np.zeros((a1 - a0, h, wd), bool)
-                owners = [(sil[j].astype(bool) if j in sil else none) | (inst == j) if inst is not None
-                          else np.asarray(sil[j], bool) for j in active]
-                if inst is not None:
-                    core = slice(t0 - a0, t1 - a0)
-                    for j in active:
-                        mine = inst[core] == j
-                        inst_px[j] += int(mine.sum())
-                        inst_cov[j] += int((mine & grow(sil[j][core] if j in sil else none[core],
-                                                        cfg["replace_margin"])).sum())
-                del sil
-                if static_px > 0:
-                    def read(c0, c1, have=filled, a0=a0, a1=a1, s0=s0):  # c0, c1 in the shot's frames
-                        c0, c1 = s0 + c0, s0 + c1  # the window's frames when they cover the block
-                        return have[c0 - a0 : c1 - a0] if a0 <= c0 and c1 <= a1 else probs(c0, c1)[1]
-
-                    filled = stills.apply(filled, a0 - s0, read)
-                pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                        sigma=sigma, silhouettes_in_hole=avatar_in_hole)
+        for s0, stills, win in shot_windows():
+            a0, a1, t0, t1 = (s0 + x for x in (win.start, win.stop, win.core_start, win.core_stop))
+            seg_prob, filled = probs(a0, a1)
+            sil = read_window(entry, "render/track_masks", a0, a1, spans=sil_spans)  # {j: (n_w, H, W)}
+            inst = lut_map(np.asarray(entry.array("pose/instances")[a0:a1]), lut) if has_inst and n else None
+            # only the people in this window: on a long video most tracks are elsewhere in time, and
+            # a track with no pixels in the window has an all-zero mask here (same result, less memory)
+            in_inst = set(np.unique(inst[inst >= 0]).tolist()) if inst is not None else set()
+            active = [j for j in range(n) if (j in sil and sil[j].any()) or j in in_inst]
+            none = np.zeros((a1 - a0, h, wd), bool)
+            owners = [(sil[j].astype(bool) if j in sil else none) | (inst == j) if inst is not None
+                      else np.asarray(sil[j], bool) for j in active]
+            if inst is not None:
                 core = slice(t0 - a0, t1 - a0)
-                hole_arr.write(pm.hole[core])
-                mask_arr.write(_to_u8(pm.alpha[core]))
-                if track_arr is not None:
-                    track_arr.write(t0, t1, {j: _to_u8(pm.track_alpha(k, core)) for k, j in enumerate(active)})
-                hole_px += int(pm.hole[core].sum())
-                if has_gt:
-                    gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
-                    before = person_mask(seg_prob[core], [o[core] for o in owners] if active and avatar_in_hole else None,
-                                         thr)
-                    inter += int((before & gt).sum())
-                    union += int((before | gt).sum())
-                    gt_px += int(gt.sum())
+                for j in active:
+                    mine = inst[core] == j
+                    inst_px[j] += int(mine.sum())
+                    inst_cov[j] += int((mine & grow(sil[j][core] if j in sil else none[core],
+                                                    cfg["replace_margin"])).sum())
+            del sil
+            if static_px > 0:
+                def read(c0, c1, have=filled, a0=a0, a1=a1, s0=s0):  # c0, c1 in the shot's frames
+                    c0, c1 = s0 + c0, s0 + c1  # the window's frames when they cover the block
+                    return have[c0 - a0 : c1 - a0] if a0 <= c0 and c1 <= a1 else probs(c0, c1)[1]
+
+                filled = stills.apply(filled, a0 - s0, read)
+            pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
+                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole)
+            core = slice(t0 - a0, t1 - a0)
+            hole_arr.write(pm.hole[core])
+            mask_arr.write(_to_u8(pm.alpha[core]))
+            if track_arr is not None:
+                track_arr.write(t0, t1, {j: _to_u8(pm.track_alpha(k, core)) for k, j in enumerate(active)})
+            hole_px += int(pm.hole[core].sum())
+            if has_gt:
+                gt = entry.read("gt/person_mask", slice(t0, t1)).astype(bool)
+                before = person_mask(seg_prob[core], [o[core] for o in owners] if active and avatar_in_hole else None,
+                                     thr)
+                inter += int((before & gt).sum())
+                union += int((before | gt).sum())
+                gt_px += int(gt.sum())
     if track_arr is not None:
         track_arr.close()
     w.metric(person_fraction=hole_px / float(max(1, t_len * h * wd)), grow_px=grow_px)
