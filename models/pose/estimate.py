@@ -250,17 +250,29 @@ def _body():
     return get_body_model()
 
 
-def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int, edge: float = 0.03) -> None:
+def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int, edge: float = 0.03,
+             min_speed: float = 0.03, k: int = 5) -> None:
     """A person does not vanish in the middle of the frame: a track whose last box lies inside the
     frame (farther than ``edge`` of its size from every border) but ends before the video does is
     held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
-    segment removes the box and the avatar stays). In place, on the track, its boxes and gaps."""
+    segment removes the box and the avatar stays). A person who was walking when the landmark
+    model let go (box centre moving >= ``min_speed`` x the box height per frame over their last
+    ``k`` frames) walks on: the avatar moves on at that speed, and the box removed is the union of
+    the last box and the moved one (they may have stopped; bikes.mp4 at 640 px: a passer-by lost
+    at frame 190 while crossing the frame, his legs walked out of the held box and were shown in
+    frames 199-212). In place, on the track, its boxes and gaps."""
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0 or seen[-1] >= len(boxes) - 1:
         return
     last = int(seen[-1])
     if _at_border(boxes[last], hw, edge):
         return  # at the border: they may have left
+    v_box, v_tr = _velocity(track, boxes, seen[-k:])
+    b = boxes[last]
+    speed = float(np.hypot(v_box[0] + v_box[2], v_box[1] + v_box[3])) / 2 / max(float(b[3] - b[1]), 1.0)
+    if speed >= min_speed:
+        _walk_on(track, boxes, gap, hw, last, 1, frames, v_box, v_tr, keep_end=True)
+        return
     _hold(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
 
 
@@ -314,31 +326,45 @@ def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     the mean velocity of its first (last) ``k`` seen frames, until the box has left the frame; the
     avatar moves with it (translation extrapolated, pose held). The frames count as bridged
     (segment removes the box). In place, on the track, its boxes and gaps."""
-    h, w = hw
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0:
         return
     for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):
         if not _at_border(boxes[end], hw, edge):
             continue
-        ref = seen[-k:] if step > 0 else seen[:k]
-        span = max(1, int(ref[-1] - ref[0]))
-        v_box = (boxes[ref[-1]] - boxes[ref[0]]) / span * step
-        v_tr = (track.transl[ref[-1]] - track.transl[ref[0]]) / span * step
-        for n in range(1, int(frames) + 1):
-            t = end + step * n
-            if t < 0 or t >= len(boxes) or np.isfinite(boxes[t, 0]):
-                break
-            b = boxes[end] + n * v_box
-            if b[2] <= 0 or b[0] >= w or b[3] <= 0 or b[1] >= h:
-                break  # gone
-            if b[2] - b[0] < 1 or b[3] - b[1] < 1:
-                break  # a box shrinking at the edge extrapolated past nothing: no box to remove
-            boxes[t], gap[t] = b, True
-            for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):
-                getattr(track, key)[t] = getattr(track, key)[end]
-            track.transl[t] = track.transl[end] + n * v_tr
-            track.valid[t] = True
+        v_box, v_tr = _velocity(track, boxes, seen[-k:] if step > 0 else seen[:k])
+        _walk_on(track, boxes, gap, hw, end, step, frames, v_box * step, v_tr * step)
+
+
+def _velocity(track, boxes: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame change of the box and of the translation over the frames ``ref`` (sorted)."""
+    span = max(1, int(ref[-1] - ref[0]))
+    return (boxes[ref[-1]] - boxes[ref[0]]) / span, (track.transl[ref[-1]] - track.transl[ref[0]]) / span
+
+
+def _walk_on(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], end: int, step: int, frames: int,
+             v_box: np.ndarray, v_tr: np.ndarray, keep_end: bool = False) -> None:
+    """From frame ``end`` on in direction ``step`` (+1 forwards, -1 backwards), for up to ``frames``
+    frames not already seen: the box moves by ``v_box`` and the avatar by ``v_tr`` a frame (pose
+    held), until the box has left the frame (``keep_end``: the box removed also keeps frame
+    ``end``'s box). Bridged frames (segment removes the box)."""
+    h, w = hw
+    for n in range(1, int(frames) + 1):
+        t = end + step * n
+        if t < 0 or t >= len(boxes) or np.isfinite(boxes[t, 0]):
+            break
+        b = boxes[end] + n * v_box
+        if b[2] <= 0 or b[0] >= w or b[3] <= 0 or b[1] >= h:
+            break  # gone
+        if b[2] - b[0] < 1 or b[3] - b[1] < 1:
+            break  # a box shrinking at the edge extrapolated past nothing: no box to remove
+        if keep_end:
+            b = np.concatenate([np.minimum(b[:2], boxes[end][:2]), np.maximum(b[2:], boxes[end][2:])])
+        boxes[t], gap[t] = b, True
+        for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):
+            getattr(track, key)[t] = getattr(track, key)[end]
+        track.transl[t] = track.transl[end] + n * v_tr
+        track.valid[t] = True
 
 
 def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int, int], rest_joints: np.ndarray,

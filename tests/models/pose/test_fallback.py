@@ -64,6 +64,32 @@ def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
     assert not g2.any() and np.isnan(edge[6:]).all()
 
 
+def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
+    """bikes.mp4 at 640 px: a passer-by crossing the frame was lost at frame 190 and held at his
+    last box; his legs walked out of it and were shown. A track that ends inside the frame while
+    moving is carried on at its speed (the avatar moves; the box removed spans the last box and
+    the moved one); one that barely moves is held in place."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import hold_end
+
+    def track(speed):  # 40 px wide, 100 px tall, seen in frames 0-5, walking right at ``speed`` px/frame
+        b = np.full((10, 4), np.nan, np.float32)
+        for t in range(6):
+            b[t] = [100 + speed * t, 50, 140 + speed * t, 150]
+        tr = SMPLHTrack.rest(0, 10)
+        tr.valid[6:] = False
+        tr.transl[:6] = np.arange(6)[:, None] * [0.05 * speed / 10, 0, 0] + [0, 0, 3]
+        return tr, b, np.zeros(10, bool)
+
+    tr, boxes, gap = track(10.0)
+    hold_end(tr, boxes, gap, (240, 320), frames=3)
+    assert gap.tolist() == [False] * 6 + [True] * 3 + [False]
+    assert np.allclose(boxes[8], [150, 50, 220, 150]) and np.allclose(tr.transl[8], [0.4, 0, 3])
+    tr, boxes, gap = track(1.0)  # 1 px a frame: swaying, not walking
+    hold_end(tr, boxes, gap, (240, 320), frames=3)
+    assert np.allclose(boxes[8], boxes[5]) and gap[6:9].all()
+
+
 def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_is_not():
     """hard_three: the woman behind the man is found at frame 5; frames 0-4 showed her. Sports2D:
     the walker stepping out from behind a tree was hidden before: no avatar there."""
