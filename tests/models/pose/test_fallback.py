@@ -67,8 +67,8 @@ def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
 def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
     """bikes.mp4 at 640 px: a passer-by crossing the frame was lost at frame 190 and held at his
     last box; his legs walked out of it and were shown. A track that ends inside the frame while
-    moving is carried on at its speed (the avatar moves; the box removed spans the last box and
-    the moved one); one that barely moves is held in place."""
+    moving keeps its avatar held but the box removed spans the last box and the box carried on at
+    its speed; one that barely moves is held in place."""
     from anonymask.models.body.tracks import SMPLHTrack
     from anonymask.models.pose.estimate import hold_end
 
@@ -84,7 +84,11 @@ def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
     tr, boxes, gap = track(10.0)
     hold_end(tr, boxes, gap, (240, 320), frames=3)
     assert gap.tolist() == [False] * 6 + [True] * 3 + [False]
-    assert np.allclose(boxes[8], [150, 50, 220, 150]) and np.allclose(tr.transl[8], [0.4, 0, 3])
+    assert np.allclose(boxes[8], [150, 50, 220, 150]) and np.allclose(tr.transl[8], tr.transl[5])  # avatar held
+    tr, boxes, gap = track(60.0)  # fast: the moved box leaves the frame, the last box stays removed
+    hold_end(tr, boxes, gap, (240, 480), frames=4)
+    assert gap[6:10].all() and np.allclose(boxes[6], [400, 50, 500, 150]) and np.allclose(boxes[9], boxes[5])
+    assert np.allclose(tr.transl[9], tr.transl[5])
     tr, boxes, gap = track(1.0)  # 1 px a frame: swaying, not walking
     hold_end(tr, boxes, gap, (240, 320), frames=3)
     assert np.allclose(boxes[8], boxes[5]) and gap[6:9].all()
