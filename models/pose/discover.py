@@ -26,6 +26,7 @@ from anonymask.models.pose.people import (
     Detection,
     PeopleDetector,
     box_iou,
+    covered_by,
     mask_overlap,
     merge_detections,
     same_person,
@@ -203,7 +204,7 @@ class PersonDiscovery:
             m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
             if not m.any():
                 continue
-            vis = _outside(m.copy(), (x0, y0), dets)
+            vis = m & ~covered_by((x0, y0), m.shape, dets)
             if vis.sum() < 0.3 * m.sum():
                 continue
             if gray is None:
@@ -235,7 +236,7 @@ class PersonDiscovery:
             return d
         (wx0, wy0, wx1, wy1), before = tr.sight
         moved = np.abs(frame[wy0:wy1, wx0:wx1].astype(np.int16) - before.astype(np.int16)).max(axis=-1) > self.hold_motion
-        moved = _outside(moved, (wx0, wy0), others)
+        moved &= ~covered_by((wx0, wy0), moved.shape, others)
         if not moved.any():
             return d
         m = np.zeros(moved.shape, np.float32)
@@ -471,21 +472,6 @@ class PersonDiscovery:
                 boxes[t] = d.box
             out.append(boxes)
         return out
-
-
-def _outside(m: np.ndarray, origin: tuple[int, int], others) -> np.ndarray:
-    """``m`` (a bool map whose pixel (0, 0) is frame pixel ``origin``) with the pixels of the
-    ``others``' masks cleared, in place."""
-    x0, y0 = origin
-    x1, y1 = x0 + m.shape[1], y0 + m.shape[0]
-    for o in others:
-        if o.mask.size == 0:
-            continue
-        a0, b0, a1, b1 = max(x0, o.region[0]), max(y0, o.region[1]), min(x1, o.region[2]), min(y1, o.region[3])
-        if a1 > a0 and b1 > b0:
-            m[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] &= o.mask[b0 - o.region[1] : b1 - o.region[1],
-                                                              a0 - o.region[0] : a1 - o.region[0]] < 0.5
-    return m
 
 
 def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:

@@ -119,14 +119,12 @@ def covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
     return False
 
 
-def mask_overlap(d: Detection, others: list[Detection]) -> float:
-    """Share of d's mask pixels that the masks of ``others`` also cover."""
-    m = d.mask >= 0.5
-    total = int(m.sum())
-    if total == 0 or not others:
-        return 0.0
-    x0, y0, x1, y1 = d.region
-    cov = np.zeros(m.shape, bool)
+def covered_by(origin: tuple[int, int], shape: tuple[int, int], others) -> np.ndarray:
+    """(H,W) bool over the frame area of ``shape`` starting at frame pixel ``origin`` (x, y): the
+    pixels that the masks of ``others`` cover."""
+    x0, y0 = origin
+    x1, y1 = x0 + shape[1], y0 + shape[0]
+    cov = np.zeros(shape, bool)
     for o in others:
         if o.mask.size == 0:
             continue
@@ -135,7 +133,16 @@ def mask_overlap(d: Detection, others: list[Detection]) -> float:
             continue
         cov[b0 - y0 : b1 - y0, a0 - x0 : a1 - x0] |= o.mask[b0 - o.region[1] : b1 - o.region[1],
                                                              a0 - o.region[0] : a1 - o.region[0]] >= 0.5
-    return float((m & cov).sum()) / total
+    return cov
+
+
+def mask_overlap(d: Detection, others: list[Detection]) -> float:
+    """Share of d's mask pixels that the masks of ``others`` also cover."""
+    m = d.mask >= 0.5
+    total = int(m.sum())
+    if total == 0 or not others:
+        return 0.0
+    return float((m & covered_by(d.region[:2], m.shape, others)).sum()) / total
 
 
 def known_person(d: Detection, others: list[Detection]) -> bool:
