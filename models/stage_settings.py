@@ -53,6 +53,10 @@ class RenderSettings(StageSettings):
     # 16, not 64: a window's rendered layers cost ~0.6 MB per alive track and frame (60-s scaling
     # video: peak 1.41 GiB at 64, 1.09 at 16, the same speed; docs/BENCHMARKS.md, run 5)
     window: int = _window(16)
+    # an avatar wherever the hole of its person can be: segment widens each person's hole by
+    # segment.unflicker frames past their track (validate_pipeline keeps this >= that)
+    hold_ends: int = Field(1, ge=0, description="frames each track's first and last pose are held "
+                                                "before and after it, within its shot")
 
 
 class SegmentSettings(StageSettings):
@@ -250,7 +254,14 @@ def validate_pipeline(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if not isinstance(section, dict):
             raise SettingsError(f"{stage}: settings must be key=value pairs (e.g. --set {stage}.key=value), "
                                 f"got {section!r}")
-    return {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_SETTINGS}
+    out = {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_SETTINGS}
+    if out["render"]["hold_ends"] < out["segment"]["unflicker"]:
+        raise SettingsError(
+            f"render.hold_ends ({out['render']['hold_ends']}) is less than segment.unflicker "
+            f"({out['segment']['unflicker']}): the hole of a person reaches {out['segment']['unflicker']} "
+            f"frame(s) past their track, and with fewer frames of held avatar there the person is erased, "
+            f"not replaced (the audit fails the video); set render.hold_ends={out['segment']['unflicker']}")
+    return out
 
 
 def check_weights(config: dict[str, dict[str, Any]]) -> None:

@@ -1,5 +1,8 @@
 """Stage ``render``: one avatar per track for the whole video -> ``render/{rgb,depth,mask}``.
 
+A track's first and last pose are held ``hold_ends`` frames before and after it (within its
+shot), since the segment stage widens the person's hole that far (``segment.unflicker``).
+
 Each track gets the avatar ``AppearanceBank.choose("<video>/<track>")`` (deterministic) and that
 avatar's body shape, so neither the person's look nor their body proportions reach the output.
 Also stores the avatar's projected joints and face points for the ControlNet conditions.
@@ -12,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from anonymask.models.body.tracks import hold_ends
 from anonymask.models.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, alive, span_of
-from anonymask.storage.windows import frame_windows
+from anonymask.storage.windows import frame_windows, video_shots
 from anonymask.tasks.common import stage
 from anonymask.tasks.motion import motion_prefix
 
@@ -39,7 +43,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
     # (a face-anchored fallback avatar keeps its pelvis, so its face stays on the person's face)
     kinds = entry.read("pose/kinds") if entry.has_array("pose/kinds") else np.zeros(len(tracks), np.int8)
-    tracks = [body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet")
+    # each track's first and last pose held render.hold_ends frames (within its shot): segment
+    # widens a person's hole that far past their track, and an avatar must be on it
+    shots = video_shots(entry)
+    tracks = [hold_ends(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots)
               for tr, av, k in zip(tracks, avatars, kinds)]
     t_len = entry.num_frames
     n = len(tracks)

@@ -283,3 +283,29 @@ class SMPLHTrack:
             *(getattr(self, k)[sel].copy() for k in _TRACK_KEYS),
             valid=self.valid[sel].copy(), gender=self.gender,
         )
+
+
+def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]]) -> SMPLHTrack:
+    """``track`` with its first pose held ``frames`` frames before its first valid frame and its
+    last pose ``frames`` frames after its last one, within the shot each end lies in (``shots``:
+    [start, stop) video frames; never across a cut or past the video).
+
+    Why: the segment stage widens each person's hole by ``segment.unflicker`` frames in time (a
+    person detected a frame late is still removed in the frame before), and without an avatar
+    there the person would be erased from that frame, not replaced. A track with no valid frame
+    is returned as it is."""
+    idx = np.flatnonzero(track.valid)
+    if frames <= 0 or idx.size == 0:
+        return track
+    first, last = track.start + int(idx[0]), track.start + int(idx[-1])
+
+    def shot_of(t: int) -> tuple[int, int]:
+        return next(((a, b) for a, b in shots if a <= t < b), (t, t + 1))
+
+    a = max(shot_of(first)[0], first - int(frames))
+    b = min(shot_of(last)[1], last + 1 + int(frames))
+    # rows outside the compact track repeat its nearest row: the first or last pose, held
+    out = track.compact().window(a, b)
+    out.valid[: first - a] = True
+    out.valid[last + 1 - a :] = True
+    return out

@@ -57,12 +57,18 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
     ({"inpaint": {"moving_camera": "opencvv"}}, "must be 'same' or an inpaint backend (opencv, propainter, "
                                                 "temporal_median), got 'opencvv'"),
     ({"segment": 3}, "settings must be key=value pairs"),
+    ({"segment": {"unflicker": 2}}, "render.hold_ends (1) is less than segment.unflicker (2)"),
 ])
 def test_a_bad_setting_is_one_line_naming_it(overrides, message):
     with pytest.raises(SettingsError) as err:
         pipeline_config("demo", overrides)
     text = str(err.value)
     assert message in text and "\n" not in text
+
+
+def test_a_wider_unflicker_is_fine_with_as_many_held_avatar_frames():
+    cfg = pipeline_config("demo", {"segment": {"unflicker": 2}, "render": {"hold_ends": 2}})
+    assert (cfg["segment"]["unflicker"], cfg["render"]["hold_ends"]) == (2, 2)
 
 
 def test_backend_settings_reach_the_backend():

@@ -496,3 +496,31 @@ def test_segment_does_not_reach_across_a_cut(tiny_anonymized, tmp_path):
     np.testing.assert_array_equal(split[away], whole[away])
     for t in (cut - 1, cut):  # a strict subset: the other shot's frame no longer adds its mask
         assert not (split[t] & ~whole[t]).any() and (whole[t] & ~split[t]).any(), t
+
+
+def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_path):
+    """segment widens a person's hole by ``unflicker`` (1) frames past their track; render holds
+    the track's first and last pose that many frames (``render.hold_ends``), so no hole lies
+    there without an avatar (with no hold: the audit's erased-person finding that bikes.mp4,
+    Sports2D and a Pose2Sim view showed at the frame before a track's first)."""
+    from anonymask.models.audit.erased import scan_erased
+    from anonymask.models.stage_settings import validate_stage
+    from anonymask.storage.tracks import read_spans
+    from anonymask.tasks import render, segment
+
+    uncovered = {}
+    for hold in (0, 1):
+        e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"h{hold}.zarr"), [6], frames=16, compact=True)
+        with e.stage("render", backend="test") as w:  # the person: where the unheld avatar is
+            render.run(e, validate_stage("render", {"hold_ends": 0}), w)
+        e.write_array("gt/person_mask", e.read("render/mask"))
+        with e.stage("render", backend="test") as w:
+            render.run(e, validate_stage("render", {"hold_ends": hold}), w)
+        assert read_spans(e, "render/track_masks").tolist() == ([[5, 9]] if hold else [[6, 8]])
+        cfg = pipeline_config("demo", {"segment": {"backend": "gt", "static_grow": 0}})
+        with e.stage("segment", backend="test") as w:
+            segment.run(e, cfg["segment"], w)
+        hole = e.read("person_hole")
+        assert hole[[5, 6, 7, 8]].all(axis=(1, 2)).sum() == 0 and hole[[5, 6, 7, 8]].any(axis=(1, 2)).all()
+        uncovered[hold] = sorted({r[0] for r in scan_erased([(0, hole, e.read("render/mask"))]).regions})
+    assert uncovered == {0: [5, 8], 1: []}

@@ -7,6 +7,7 @@ from anonymask.models.body.tracks import (
     Camera,
     SMPLHTrack,
     axis_angle_to_rotmat,
+    hold_ends,
     upright_orient,
 )
 
@@ -100,3 +101,21 @@ def test_a_compact_track_holds_its_own_frames_and_reads_the_same_over_the_video(
     assert never.num_frames == 0 and never.window(0, 3).valid.sum() == 0
     with pytest.raises(ValueError, match="inverted"):
         c.window(4, 2)
+
+
+def test_hold_ends_holds_the_edge_poses_within_the_shot():
+    tr = _track(5).at(10)  # valid: video frames 10, 12, 13 (rows 0, 2, 3)
+    held = hold_ends(tr, 2, [(0, 11), (11, 30)])
+    # the first valid frame (10) lies in shot 0..10: held back to 8; the last (13) in 11..29: to 15
+    assert (held.start, held.stop) == (8, 16)
+    assert held.valid.tolist() == [True, True, True, False, True, True, True, True]
+    assert np.array_equal(held.transl[[0, 1]], tr.transl[[0, 0]])  # frame 10's pose, held
+    assert np.array_equal(held.body_pose[6:], tr.body_pose[[3, 3]])  # frame 13's pose, held
+    assert np.array_equal(held.global_orient[2:6], tr.global_orient[0:4])
+    # never across a cut, never before the video
+    assert hold_ends(tr, 2, [(0, 10), (10, 14), (14, 30)]).start == 10
+    assert hold_ends(tr, 2, [(0, 10), (10, 14), (14, 30)]).stop == 14
+    assert hold_ends(tr.at(1), 3, [(0, 30)]).start == 0
+    assert hold_ends(tr, 0, [(0, 30)]) is tr
+    never = tr.slice(slice(0, 5)).invalid()
+    assert hold_ends(never, 2, [(0, 30)]).valid.sum() == 0
