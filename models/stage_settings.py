@@ -91,8 +91,9 @@ class InpaintSettings(StageSettings):
     context: int = Field(16, ge=0, description="frames either side of a window its median also sees")
     sample_frames: int = Field(96, ge=1, description="frames spread over the video for never-uncovered pixels")
     # a temporal median needs a still camera: a shot whose view moves takes this backend instead
-    moving_camera: str = Field("opencv", description="backend for a shot whose camera moves ('same': "
-                                                     "the backend above for every shot)")
+    # (aligned_median since 2026-11-25, opencv frame by frame before: docs/RESULTS.md)
+    moving_camera: str = Field("aligned_median", description="backend for a shot whose camera moves ('same': "
+                                                             "the backend above for every shot)")
     camera_drift: float = Field(0.012, gt=0.0, description="view shift (share of the width) over a shot "
                                                           "above which its camera counts as moving")
 

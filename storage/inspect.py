@@ -128,7 +128,7 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
         m = row.get("metrics") or {}
         shots, moving = int(m.get("shots") or 1), int(m.get("moving_shots") or 0)
         if shots > 1 or moving:
-            camera = f", {moving} with a moving camera (inpainted frame by frame)" if moving else ""
+            camera = f", {moving} with a moving camera (inpainted from its aligned frames)" if moving else ""
             out.append(f"  shots: {row['video_id']}: {shots}{camera}")
     return "\n".join(out)
 

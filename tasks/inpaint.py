@@ -9,8 +9,9 @@ window (the median over the whole video); see models/inpaint/backends.py for lon
 A video with cuts is inpainted shot by shot (``shots``, from ingest): a hole is never filled
 from another scene. A backend that needs a still camera (the temporal median) is replaced, in a
 shot whose view moves (models/shots.py ``camera_drift`` above ``camera_drift``, measured on 8
-frames spread over the shot, the people's pixels left out), by ``moving_camera`` (default ``opencv``,
-frame by frame): a median over a moving view is a smear of other places. Metric ``moving_shots``."""
+frames spread over the shot, the people's pixels left out), by ``moving_camera`` (default ``aligned_median``:
+each frame filled from its neighbours aligned onto it, models/inpaint/aligned.py): a median over a
+moving view is a smear of other places. Metric ``moving_shots``."""
 
 from __future__ import annotations
 

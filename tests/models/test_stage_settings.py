@@ -45,8 +45,8 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
     ({"segment": {"threshold": 1.5}}, "threshold=1.5: Input should be less than or equal to 1"),
     ({"refine": {"guidance_scale": 5}}, "refine.guidance_scale is a setting of backend 'animatediff', not of the "
                                         "selected backend 'none'"),
-    ({"inpaint": {"backend": "propaint"}}, "unknown inpaint backend 'propaint'; available: opencv, propainter, "
-                                           "temporal_median (did you mean 'propainter'?)"),
+    ({"inpaint": {"backend": "propaint"}}, "unknown inpaint backend 'propaint'; available: aligned_median, opencv, "
+                                           "propainter, temporal_median (did you mean 'propainter'?)"),
     ({"segmnet": {"grow": 3}}, "unknown pipeline stage 'segmnet' (did you mean 'segment'?)"),
     ({"pose4d": {"detector": "rcn"}}, "unknown person_detector backend 'rcn'"),
     ({"pose4d": {"detector_options": {"num_pose": 2}}}, "unknown setting 'num_pose' (did you mean 'num_poses'?)"),
@@ -54,8 +54,8 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
     ({"audit": {"detector_options": {"hog": {"pad": 2}}, "detectors": ["face"]}}, "'hog' is not in audit.detectors"),
     ({"ingest": {"max_frames": 0}}, "max_frames=0"),
     ({"ingest": {"cut_threshold": 2}}, "cut_threshold=2"),
-    ({"inpaint": {"moving_camera": "opencvv"}}, "must be 'same' or an inpaint backend (opencv, propainter, "
-                                                "temporal_median), got 'opencvv'"),
+    ({"inpaint": {"moving_camera": "opencvv"}}, "must be 'same' or an inpaint backend (aligned_median, opencv, "
+                                                "propainter, temporal_median), got 'opencvv'"),
     ({"segment": 3}, "settings must be key=value pairs"),
     ({"segment": {"unflicker": 2}}, "render.hold_ends (1) is less than segment.unflicker (2)"),
 ])
@@ -75,7 +75,7 @@ def test_backend_settings_reach_the_backend():
     cfg = pipeline_config("demo", {"inpaint": {"backend": "opencv", "method": "ns", "radius": 3},
                                    "audit": {"detector_options": {"hog": {"upscale": 2.0}}}})
     assert cfg["inpaint"] == {"backend": "opencv", "window": 64, "context": 16, "sample_frames": 96,
-                              "moving_camera": "opencv", "camera_drift": 0.012, "method": "ns", "radius": 3}
+                              "moving_camera": "aligned_median", "camera_drift": 0.012, "method": "ns", "radius": 3}
     from anonymask.models.stage_settings import stage_backend
 
     inp = stage_backend("inpaint", cfg["inpaint"])

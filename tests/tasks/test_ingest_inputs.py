@@ -191,10 +191,12 @@ def test_a_cut_splits_the_video_into_shots_and_inpainting_stays_in_its_shot(tmp_
     np.testing.assert_array_equal(cut_off.read("shots"), [[0, 24]])
 
 
-def test_a_shot_whose_camera_moves_is_inpainted_frame_by_frame(tmp_path):
+def test_a_shot_whose_camera_moves_takes_the_moving_camera_backend(tmp_path):
     """The temporal median needs a still view: in a panning shot it would fill the hole with a
-    smear of other places, so that shot takes ``inpaint.moving_camera`` (opencv, frame by frame);
-    the still shot keeps the median. ``moving_camera=same`` keeps the median everywhere."""
+    smear of other places, so that shot takes ``inpaint.moving_camera`` (here opencv, frame by
+    frame, whose output is easy to compare; the default aligned_median is tested in
+    tests/models/inpaint/test_aligned.py); the still shot keeps the median.
+    ``moving_camera=same`` keeps the median everywhere."""
     import cv2
 
     from anonymask.models.inpaint import get_inpainter
@@ -217,7 +219,7 @@ def test_a_shot_whose_camera_moves_is_inpainted_frame_by_frame(tmp_path):
             inpaint.run(e, pipeline_config("folder", {"inpaint": {"moving_camera": moving}})["inpaint"], w)
         assert e.metrics()["moving_shots"] == expect
         table = format_status_table(status_report(DatasetStore.open(str(tmp_path / "s.zarr"))))
-        assert ("shots: v0: 2, 1 with a moving camera (inpainted frame by frame)" in table) is (expect == 1)
+        assert ("shots: v0: 2, 1 with a moving camera (inpainted from its aligned frames)" in table) is (expect == 1)
         assert "shots: v0: 2" in table
         got = e.read("inpainted")
         per_frame = get_inpainter("opencv").inpaint(raw[16:], hole[16:])
