@@ -136,7 +136,9 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                     c0, c1 = s0 + c0, s0 + c1  # the window's frames when they cover the block
                     return have[c0 - a0 : c1 - a0] if a0 <= c0 and c1 <= a1 else probs(c0, c1)[1]
 
-                filled = stills.apply(filled, a0 - s0, read)
+                # the people here: each frame's own mask (not the avatars: one held past its track
+                # would add the part a frame early, and unflicker another frame without an avatar)
+                filled = stills.apply(filled, a0 - s0, read, filled >= thr)
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole)
             core = slice(t0 - a0, t1 - a0)
@@ -183,21 +185,32 @@ class StillRegions:
         """Frames whose masks decide block ``k``'s still region."""
         return max(0, k * self.block - self.context), min(self.t_len, (k + 1) * self.block + self.context)
 
-    def region(self, k: int, read) -> np.ndarray | None:
-        """Block ``k``'s still pixels, grown (None: nobody still). ``read(a, b)`` gives prob."""
+    def region(self, k: int, read) -> tuple[np.ndarray, int] | None:
+        """Block ``k``'s still pixels, grown, as connected parts ((H,W) int32 labels 1..n, n), or
+        None: nobody still. ``read(a, b)`` gives prob."""
         if k not in self._cache:
+            import cv2
+
             from anonymask.models.segment.masks import grow
 
             a, b = self.span(k)
             prob = read(a, b)
             still = (prob >= self.thr).mean(axis=0) >= self.frac if len(prob) > 2 else None
             self._cache = {j: v for j, v in self._cache.items() if j >= k - 1}  # blocks come in order
-            self._cache[k] = grow(still, self.pixels) if still is not None and still.any() else None
+            if still is None or not still.any():
+                self._cache[k] = None
+            else:
+                n, labels = cv2.connectedComponents(grow(still, self.pixels).view(np.uint8), connectivity=8)
+                self._cache[k] = (labels.astype(np.int32), int(n) - 1)
         return self._cache[k]
 
-    def apply(self, prob: np.ndarray, a0: int, read) -> np.ndarray:
-        """``prob`` of frames a0.. with every frame raised to just above the threshold on its
-        block's still region."""
+    def apply(self, prob: np.ndarray, a0: int, read, present: np.ndarray | None = None) -> np.ndarray:
+        """``prob`` of frames a0.. raised to just above the threshold on its block's still region,
+        in each frame on the parts of it where someone is in that frame (``present`` (n,H,W) bool:
+        the frame's own mask; None: every part in every frame). A part
+        is not added to the frames before its person came or after they left (there it would be
+        a hole with no avatar on it: the audit's erased finding on bikes.mp4 at a shot's first
+        frame, before a still cyclist's track began)."""
         out = prob
         for k in range(a0 // self.block, (a0 + len(prob) - 1) // self.block + 1):
             reg = self.region(k, read)
@@ -205,8 +218,17 @@ class StillRegions:
                 continue
             if out is prob:
                 out = prob.copy()
-            c0, c1 = max(a0, k * self.block) - a0, min(a0 + len(prob), (k + 1) * self.block) - a0
-            np.maximum(out[c0:c1], reg.astype(np.float32)[None] * np.float32(self.thr + 1e-3), out=out[c0:c1])
+            labels, n = reg
+            lift = np.float32(self.thr + 1e-3)
+            for c in range(max(a0, k * self.block) - a0, min(a0 + len(prob), (k + 1) * self.block) - a0):
+                if present is None:
+                    here = labels > 0
+                else:
+                    seen = np.zeros(n + 1, bool)
+                    seen[labels[present[c]]] = True
+                    seen[0] = False
+                    here = seen[labels]
+                np.maximum(out[c], here.astype(np.float32) * lift, out=out[c])
         return out
 
 

@@ -147,6 +147,28 @@ def test_segment_still_regions_do_not_depend_on_the_window(tiny_anonymized, tmp_
     assert grown > sum(int(base.video(v).read("person_hole").sum()) for v in base.video_ids())  # blocks mattered
 
 
+
+def test_a_still_part_is_added_only_to_the_frames_its_person_is_in():
+    """The still-person margin is added, frame by frame, to the parts of the still region where
+    the frame's own mask is: not to the frames before its person came (on bikes.mp4 a shot's
+    first frame got a still cyclist's region with no avatar on it, and the audit failed the video
+    for a person erased). Without ``present`` every part goes to every frame of the block."""
+    from anonymask.tasks.segment import StillRegions
+
+    prob = np.zeros((10, 20, 30), np.float32)
+    prob[:, 2:6, 2:6] = 1.0  # still in all 10 frames
+    prob[2:, 10:16, 20:26] = 1.0  # still from frame 2 on (8 of 10: still enough)
+
+    def read(a, b):
+        return prob[a:b]
+
+    out = StillRegions(10, 10, 0, 0.5, 0.8, 1).apply(prob, 0, read, prob >= 0.5)
+    assert out[0, 1, 2] > 0.5 and out[0, 6, 3] > 0.5  # the first part, grown by 1 px
+    assert out[:2, 9:17, 19:27].max() == 0  # the second person is not there yet
+    assert out[2, 9, 20] > 0.5 and out[9, 16, 25] > 0.5  # from their first frame on
+    every = StillRegions(10, 10, 0, 0.5, 0.8, 1).apply(prob, 0, read)
+    assert every[0, 10:16, 20:26].min() > 0.5 and every[0, 9, 20] > 0.5
+
 @pytest.mark.slow
 def test_pose4d_window_does_not_change_tracks(tmp_path):
     """pose4d (MediaPipe discovery, back-filling, face search) streams ``raw`` in windows; people
