@@ -3,8 +3,9 @@
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
 by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
 feathered. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
-(64) frames (someone standing still) get ``static_grow`` more pixels in that block: the temporal
-median never sees past a still person's outline. Avatar silhouettes are not part of the hole
+(64) frames (someone standing still) get ``static_grow`` more pixels in that block, in each frame
+where that person's own mask is (not before they came): the temporal median never sees past a
+still person's outline. Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
@@ -207,10 +208,9 @@ class StillRegions:
     def apply(self, prob: np.ndarray, a0: int, read, present: np.ndarray | None = None) -> np.ndarray:
         """``prob`` of frames a0.. raised to just above the threshold on its block's still region,
         in each frame on the parts of it where someone is in that frame (``present`` (n,H,W) bool:
-        the frame's own mask; None: every part in every frame). A part
-        is not added to the frames before its person came or after they left (there it would be
-        a hole with no avatar on it: the audit's erased finding on bikes.mp4 at a shot's first
-        frame, before a still cyclist's track began)."""
+        the frame's own mask; None: every part in every frame). A part is not added to the frames
+        before its person came or after they left (there it would be a hole with no avatar on it:
+        the audit's erased finding on bikes.mp4 at a shot's first frame, before a track began)."""
         out = prob
         for k in range(a0 // self.block, (a0 + len(prob) - 1) // self.block + 1):
             reg = self.region(k, read)
