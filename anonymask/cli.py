@@ -84,7 +84,13 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
     store = DatasetStore.open(args.store, mode="r")
     out = Path(args.out) if args.out else data_root() / "preview" / store.dataset
-    page = write_preview(store, out, frames_per_video=args.frames)
+    videos = [v for v in (args.videos or "").split(",") if v] or None
+    try:
+        page = write_preview(store, out, frames_per_video=args.frames, videos=videos,
+                             limit=None if args.limit == 0 else args.limit)
+    except KeyError as e:
+        print(f"preview: {args.store}: {e.args[0]}", file=sys.stderr)
+        return 2
     print(page)
     return 0
 
@@ -386,7 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("preview", help="HTML page: original vs anonymized frames, masks, metrics")
     s.add_argument("store")
     s.add_argument("--out", default=None, help="output folder (default $ANONYMASK_DATA/preview/<dataset>)")
-    s.add_argument("--frames", type=int, default=4, help="frames shown per video")
+    s.add_argument("--frames", type=int, default=4, help="frames shown per video (an audit's findings first)")
+    s.add_argument("--videos", default=None, help="comma-separated video ids to show (default: failed first)")
+    s.add_argument("--limit", type=int, default=50, help="most videos shown when --videos is not given (0: all)")
     s.set_defaults(func=cmd_preview)
 
     s = sub.add_parser("anonymize", help="run the anonymize flow in-process (no server needed)")

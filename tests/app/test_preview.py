@@ -35,6 +35,25 @@ def make_store(url):
     return s
 
 
+def add_audit_failure(s):
+    """A video whose audit failed with a face finding in frames 3 and 4 (box recorded in frame 3)."""
+    s.register_videos([VideoInfo("vid_leak")])
+    e = s.video("vid_leak")
+    raw = np.full((6, 96, 128, 3), 90, np.uint8)
+    with e.stage("ingest", backend="x") as w:
+        w.write("raw", raw)
+    with e.stage("reintegrate", backend="x") as w:
+        w.write("anonymized", raw)
+        w.write("public_mask", np.zeros((6, 96, 128), bool))
+    finding = {"kind": "face", "frames": [3, 4], "box": [40.0, 30.0, 100.0, 80.0], "score": 0.9, "outside": 1.0}
+    try:
+        with e.stage("audit", backend="x") as w:
+            w.metric(audit_findings=1, audit_report=[finding])
+            raise RuntimeError("vid_leak: audit: real person visible outside avatar pixels: face at x=40..100")
+    except RuntimeError:
+        pass
+
+
 def test_preview_page_contents(tmp_path, capsys):
     url = str(tmp_path / "d.zarr")
     make_store(url)
@@ -70,3 +89,42 @@ def test_preview_renders_in_headless_chromium(tmp_path):
     assert img is not None and img.shape[:2] == (800, 1000)
     # the page drew something beyond a blank background: text and the frame images
     assert (img < 200).mean() > 0.01
+
+
+def test_preview_shows_the_frames_an_audit_named_with_its_boxes(tmp_path):
+    import cv2
+
+    url = str(tmp_path / "d.zarr")
+    add_audit_failure(make_store(url))
+    assert main(["preview", url, "--out", str(tmp_path / "prev"), "--frames", "2"]) == 0
+    html = (tmp_path / "prev" / "index.html").read_text()
+    assert "face at x=40..100" in html  # the audit's reason is on the page
+    # frames 3 and 4 (named by the audit), not the evenly spaced 0 and 5
+    imgs = sorted(p.name for p in (tmp_path / "prev" / "img").glob("vid_leak_*_anon.jpg"))
+    assert imgs == ["vid_leak_00003_anon.jpg", "vid_leak_00004_anon.jpg"]
+    img = cv2.imread(str(tmp_path / "prev" / "img" / imgs[0]))[..., ::-1].astype(int)
+    yellow = (img[..., 0] > 180) & (img[..., 1] > 160) & (img[..., 2] < 100)
+    assert yellow[32:78, 40].mean() > 0.8 and not yellow[:, :36].any()  # the box's left edge, nothing elsewhere
+    # the box is drawn in the frame it was recorded for only
+    img4 = cv2.imread(str(tmp_path / "prev" / "img" / imgs[1]))[..., ::-1].astype(int)
+    assert not ((img4[..., 0] > 180) & (img4[..., 1] > 160) & (img4[..., 2] < 100)).any()
+    # the failed ones come first
+    assert html.index("video-vid_leak") < html.index("video-vid_ok")
+
+
+def test_preview_limit_and_chosen_videos(tmp_path, capsys):
+    url = str(tmp_path / "d.zarr")
+    add_audit_failure(make_store(url))
+    assert main(["preview", url, "--out", str(tmp_path / "a"), "--limit", "2"]) == 0
+    html = (tmp_path / "a" / "index.html").read_text()  # the two failed ones
+    assert "Showing 2 of 3 videos" in html and "video-vid_leak" in html and "video-vid_bad" in html
+    assert "video-vid_ok" not in html
+    assert main(["preview", url, "--out", str(tmp_path / "b"), "--videos", "vid_ok"]) == 0
+    html = (tmp_path / "b" / "index.html").read_text()
+    assert "video-vid_ok" in html and "video-vid_leak" not in html and "video-vid_bad" not in html
+    assert "&mdash; walk" in html
+    capsys.readouterr()
+    assert main(["preview", url, "--out", str(tmp_path / "c"), "--videos", "vid_ok,nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["preview", url, "--out", str(tmp_path / "d"), "--limit", "0"]) == 0
+    assert "Showing" not in (tmp_path / "d" / "index.html").read_text()
