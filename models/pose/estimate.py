@@ -68,6 +68,7 @@ def estimate_people(
     face_heads: bool = True,
     scan_rotate: int = 1,
     hold_motion: float = 30.0,
+    follow_motion: float = 25.0,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -92,6 +93,9 @@ def estimate_people(
     ``scan_rotate``: the scan after its first pass (models/pose/scan.py ``PoseScanner.scan``).
     ``hold_motion``: a person held in place also keeps what moved next to them (grey levels;
     ``PersonDiscovery._moved_parts``; 0: their last mask only).
+    ``follow_motion``: after a person lost while walking, what keeps moving next to them (grey
+    levels between aligned frames) stays removed (models/pose/follow.py; needs ``read_frames``;
+    0: the walk-on's box only).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -134,7 +138,7 @@ def estimate_people(
             tr.valid = np.isfinite(filled[:, 0])
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
             kinds.append(POSED)
-        hold_end(tr, filled, gap, (h, w), max_gap)
+        hold_end(tr, filled, gap, (h, w), max_gap, read_frames=read_frames, follow=follow_motion)
         hold_start(tr, filled, gap, np.stack([raw_boxes[i] for i in range(len(raw_boxes)) if i not in group]
                                              or [np.full((t_len, 4), np.nan, np.float32)]), max_gap)
         extend_at_border(tr, filled, gap, (h, w), max_gap)
@@ -251,7 +255,8 @@ def _body():
 
 
 def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int, edge: float = 0.03,
-             min_speed: float = 0.03, k: int = 5) -> None:
+             min_speed: float = 0.03, k: int = 5, read_frames=None, follow: float = 0.0,
+             follow_frames: int = 30) -> None:
     """A person does not vanish in the middle of the frame: a track whose last box lies inside the
     frame (farther than ``edge`` of its size from every border) but ends before the video does is
     held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
@@ -261,8 +266,11 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
     at that speed, while that is in the frame (bikes.mp4 at 640 px: a passer-by lost at frame 190
     while crossing the frame walked out of the held box, his legs shown in frames 199-212). The
     avatar stays held: moving it as well uncovered a leaning woman on the 640x480 bench (1.07% ->
-    1.16% of her pixels shown), so this never removes or covers less than holding. In place, on
-    the track, its boxes and gaps."""
+    1.16% of her pixels shown), so this never removes or covers less than holding. With
+    ``read_frames`` (the shot's frames) and ``follow`` > 0 (grey levels), what keeps moving next to
+    the walker is followed too (models/pose/follow.py: their legs outpaced the walk-on's box and
+    walked on past its end); for up to ``follow_frames`` frames past it. In place, on the track,
+    its boxes and gaps."""
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0 or seen[-1] >= len(boxes) - 1:
         return
@@ -274,6 +282,14 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
     speed = float(np.hypot(v_box[0] + v_box[2], v_box[1] + v_box[3])) / 2 / max(float(b[3] - b[1]), 1.0)
     if speed >= min_speed:
         _walk_on(track, boxes, gap, hw, last, 1, frames, v_box, v_tr, keep_end=True)
+        if read_frames is not None and follow > 0:
+            from anonymask.models.pose.follow import follow_moving
+
+            for t in follow_moving(boxes, gap, last, read_frames, threshold=follow, frames=follow_frames):
+                if not track.valid[t]:  # past the walk-on: the avatar stays held where they were last seen
+                    for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
+                        getattr(track, key)[t] = getattr(track, key)[last]
+                    track.valid[t] = True
         return
     _hold(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
 

@@ -1,0 +1,149 @@
+"""A walker lost by the pose models is followed by what keeps moving next to them (models/pose/follow.py)."""
+
+import numpy as np
+import pytest
+
+from anonymask.models.pose.follow import follow_moving
+
+H, W, T = 120, 320, 40
+
+
+def background(shift: float = 0.0) -> np.ndarray:
+    """A textured real photo (scikit-image's coffee), shifted sideways by ``shift`` px (a pan)."""
+    import cv2
+    from skimage import data
+
+    img = cv2.resize(data.coffee(), (W + 80, H + 20), interpolation=cv2.INTER_AREA)
+    m = np.float32([[1, 0, -40 - shift], [0, 1, -10]])
+    return cv2.warpAffine(img, m, (W, H), borderMode=cv2.BORDER_REFLECT)
+
+
+def legs(t: int, x0: float = 40.0, speed: float = 8.0) -> tuple[int, int, int, int]:
+    """Two dark legs, 40 px wide together, 70 px tall, walking right at ``speed`` px a frame, one
+    swinging ahead of the other."""
+    x = int(round(x0 + speed * t))
+    swing = int(6 * np.sin(t))
+    return x, x + 16 + swing, x + 24 - swing, x + 40
+
+
+def clip(pan: float = 0.0, speed: float = 8.0, size: int = 1) -> np.ndarray:
+    frames = []
+    for t in range(T):
+        f = background(pan * t).copy()
+        a, b, c, d = legs(t, speed=speed)
+        f[40:110, max(0, a):max(0, b)] = (20, 20, 30)
+        f[40:110, max(0, c):max(0, d)] = (30, 20, 20)
+        if size > 1:  # something bigger than a person moving next to them (a van)
+            f[:, max(0, a - 100):max(0, d + 100)] = (200, 40, 40)
+        frames.append(f)
+    return np.stack(frames)
+
+
+def lost_walker(last: int = 3, walk: int = 3):
+    """Boxes of a walker seen in frames 0..``last`` (their box covers the legs and the body above,
+    cut by the frame's top), then ``walk`` walk-on frames as hold_end draws them: the last box
+    joined with it carried on at 4 px a frame (the walker is faster: they outpace it)."""
+    boxes = np.full((T, 4), np.nan, np.float32)
+    for t in range(last + 1):
+        a, _, _, d = legs(t)
+        boxes[t] = [a - 4, 0, d + 4, 112]
+    gap = np.zeros(T, bool)
+    for n in range(1, walk + 1):
+        boxes[last + n] = boxes[last] + [0, 0, 4 * n, 0]
+        gap[last + n] = True
+    return boxes, gap
+
+
+def reader(video):
+    return lambda a, b: video[a:b]
+
+
+def covers(box, t) -> bool:
+    a, _, _, d = legs(t)
+    a, d = max(a, 0), min(d, W)
+    return bool(box[0] <= a and box[2] >= d and box[1] <= 40 and box[3] >= min(110, H))
+
+
+@pytest.mark.parametrize("pan", [0.0, 3.0])
+def test_legs_walking_on_past_the_walk_on_stay_removed_until_they_leave(pan):
+    """bikes.mp4 at 640 px: the passer-by's legs outpaced the walk-on's box and were shown.
+    Followed frame by frame (a still camera, and a pan the homography takes out), the legs are
+    inside the box removed in every frame they are in view, and nothing is removed once they left."""
+    video = clip(pan)
+    boxes, gap = lost_walker()
+    set_ = follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=40)
+    leave = next(t for t in range(T) if legs(t)[0] >= W)  # the first frame with no leg in view
+    assert set_ and set_[0] == 7  # right after the walk-on (frames 4-6)
+    for t in range(7, leave - 1):
+        assert gap[t] and covers(boxes[t], t), (t, boxes[t], legs(t))
+    assert all(t <= leave + 1 for t in set_)  # they left: nothing more is removed
+    assert np.isnan(boxes[leave + 2:, 0]).all()
+    for t in set_:  # one region with the last sighting's box (the avatar is held there)
+        assert boxes[t][0] <= boxes[3][0] and boxes[t][2] >= boxes[3][2]
+
+
+def test_what_moves_behind_them_once_they_left_is_not_followed():
+    """bikes.mp4: after the passer-by left, the hand-held camera's parallax on a bollard behind him
+    kept changing pixels next to the last box. The follow stops where what moves falls back
+    against the way they walked."""
+    video = clip()
+    leave = next(t for t in range(T) if legs(t)[0] >= W)
+    for t in range(leave, T):  # something swaying where they had been
+        x = W - 75 + int(10 * np.sin(t))
+        video[t, 50:100, x:x + 30] = (240, 240, 240)
+    boxes, gap = lost_walker()
+    set_ = follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=40)
+    assert set_ and max(set_) <= leave + 1
+
+
+def test_nothing_moving_after_the_walk_on_adds_nothing():
+    """Someone who stopped or left before the walk-on ended: a still scene, nothing followed."""
+    video = np.stack([background()] * T)
+    boxes, gap = lost_walker()
+    before = boxes.copy()
+    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0) == []
+    assert np.array_equal(boxes, before, equal_nan=True) and gap.sum() == 3
+
+
+def test_much_more_moving_than_a_person_is_not_followed():
+    """A van driving past a body drawn on it (bikes.mp4 frame 101) moves far more than a person of
+    that size: followed no further than the walk-on (it would become a hole without an avatar)."""
+    video = clip(size=3)
+    boxes, gap = lost_walker()
+    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, max_area=2.5) == []
+    assert gap.sum() == 3
+
+
+def test_follow_is_bounded_by_frames_and_the_shot():
+    video = clip(speed=2.0)  # slow: in view for the whole clip
+    boxes, gap = lost_walker()
+    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=5) == [7, 8, 9, 10, 11]
+    boxes, gap = lost_walker()
+    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=200)[-1] == T - 1
+    boxes, gap = lost_walker()
+    assert follow_moving(boxes, gap, 3, reader(video), threshold=0.0) == []  # 0: off
+
+
+def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
+    """Through hold_end (the walk-on, then the follow): the followed frames are bridged and the
+    avatar is held at the last sighting, so the hole has an avatar on it (no 'erased' person)."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import hold_end
+
+    video = clip()
+    boxes = np.full((T, 4), np.nan, np.float32)
+    for t in range(4):
+        a, _, _, d = legs(t)
+        boxes[t] = [a - 4, 4, d + 4, 112]
+    tr = SMPLHTrack.rest(0, T)
+    tr.valid[4:] = False
+    tr.transl[:4] = np.arange(4)[:, None] * [0.05, 0, 0] + [0, 0, 3]
+    gap = np.zeros(T, bool)
+    hold_end(tr, boxes, gap, (H, W), 3, read_frames=reader(video), follow=25.0)
+    walked = np.nonzero(gap)[0]
+    assert walked[0] == 4 and walked[-1] > 7  # walk-on 4-6, then followed
+    assert tr.valid[walked].all() and np.allclose(tr.transl[walked], tr.transl[3])
+    gap2, boxes2, tr2 = np.zeros(T, bool), boxes.copy(), SMPLHTrack.rest(0, T)
+    boxes2[4:] = np.nan
+    hold_end(tr2, boxes2, gap2, (H, W), 3)  # without frames: the walk-on only
+    assert np.nonzero(gap2)[0].tolist() == [4, 5, 6]
