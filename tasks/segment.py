@@ -259,7 +259,7 @@ def alpha_spans(entry: VideoEntry, sil_spans: np.ndarray, lut: np.ndarray | None
 def lut_map(labels: np.ndarray, lut: np.ndarray) -> np.ndarray:
     """Raw instance labels (id + 1, 0 = nobody) -> posed track index (-1: nobody or not posed)."""
     table = np.concatenate([[-1], np.asarray(lut, np.int32)]).astype(np.int32)
-    return table[np.minimum(labels.astype(np.int64), len(table) - 1)]
+    return np.take(table, labels, mode="clip")  # ids past the table clip to its last entry; no int64 copy
 
 
 def margin_pixels(grow, boxes: np.ndarray | None, frac: float, lo: int, hi: int) -> int:

@@ -121,19 +121,30 @@ def estimate_people(
     body = None
     groups = link_tracks(raw_boxes, (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw_boxes))]
     diag["linked_tracks"] = float(sum(len(g) - 1 for g in groups))
+    # each group's landmarks over its own span (first to last box: memory grows with the people's
+    # own frames, not tracks x video length, docs/SCALING.md), then every person posed in a few
+    # batched optimisations instead of one each (the fixed cost of a step is most of a short fit)
+    people, to_fit = [], []
     for group in groups:
-        # one group's whole-video landmark arrays at a time, and each track kept compact: memory
-        # grows with the people's own frames, not (tracks x video length) (docs/SCALING.md)
         frames_seen, kp2d, conf, world, bx = _merged([disc.track_arrays(i, t_len) for i in group])
         longest = max([max_gap] + [b - a - 1 for a, b in zip(frames_seen[:-1], frames_seen[1:])])
         filled, gap = fill_gaps(bx, longest)
-        if len(frames_seen) < need:
+        people.append((group, frames_seen, filled, gap))
+        if len(frames_seen) >= need:
+            a, b = person_span(filled)
+            to_fit.append((kp2d[a:b].copy(), conf[a:b].copy(), world[a:b].copy(), (a, b), t_len, len(people) - 1))
+        del kp2d, conf, world
+    fitted = {item[5]: f for item, f in zip(to_fit, fit_over_spans(rest_joints, to_fit, camera, mapping, fit))}
+    del to_fit
+    for k, (group, frames_seen, filled, gap) in enumerate(people):
+        if k not in fitted:
             # seen too briefly to pose: still replaced (a neutral avatar in their box), not erased
             body = body or _body()
             tr = box_track(filled, camera, body, len(tracks), anchor="body")
             kinds.append(FALLBACK_BOX)
         else:
-            tr, terms = fit_over_span(rest_joints, kp2d, conf, world, filled, camera, mapping, len(tracks), fit)
+            tr, terms = fitted.pop(k)
+            tr.track_id = len(tracks)
             # the avatar stays on screen through the frames the person was detected or bridged
             tr.valid = np.isfinite(filled[:, 0])
             diag[f"track{len(tracks)}_reproj"] = terms.get("reproj", float("nan"))
@@ -142,7 +153,6 @@ def estimate_people(
         hold_start(tr, filled, gap, np.stack([raw_boxes[i] for i in range(len(raw_boxes)) if i not in group]
                                              or [np.full((t_len, 4), np.nan, np.float32)]), max_gap)
         extend_at_border(tr, filled, gap, (h, w), max_gap)
-        del kp2d, conf, world
         for i in group:
             lut[i] = len(tracks)
         diag[f"track{len(tracks)}_frames"] = float(len(frames_seen))
@@ -210,6 +220,12 @@ def estimate_people(
     return res
 
 
+def person_span(boxes: np.ndarray) -> tuple[int, int]:
+    """[first, last + 1) of a person's boxes (the whole video when they have none)."""
+    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    return (int(seen[0]), int(seen[-1]) + 1) if seen.size else (0, boxes.shape[0])
+
+
 def fit_over_span(rest_joints, kp2d, conf, world, boxes, camera, mapping, track_id: int, cfg):
     """``fit_track`` over the frames from the track's first to its last box only, padded to the
     video's length with its first/last frame's parameters (absent there: ``valid`` False). Fitted
@@ -217,22 +233,49 @@ def fit_over_span(rest_joints, kp2d, conf, world, boxes, camera, mapping, track_
     so a long video whose people come and go (N tracks growing with the length) fitted in time
     quadratic in its length (docs/BENCHMARKS.md, run 5); and the smoothness term, averaged over
     the whole video, weighed less the longer the video: a person's fit depended on it."""
-    from anonymask.models.body.tracks import SMPLHTrack
+    a, b = person_span(boxes)
+    return fit_over_spans(rest_joints, [(kp2d[a:b], conf[a:b], world[a:b], (a, b), boxes.shape[0], track_id)],
+                          camera, mapping, cfg)[0]
 
-    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
-    t_len = boxes.shape[0]
-    a, b = (int(seen[0]), int(seen[-1]) + 1) if seen.size else (0, t_len)
-    tr, terms = fit_track(rest_joints, kp2d[a:b], conf[a:b], camera, mapping, kp3d=world[a:b], track_id=track_id,
-                          cfg=cfg)
-    if (a, b) == (0, t_len):
-        return tr, terms
-    arrays = tr.to_arrays()
-    for key, v in arrays.items():
-        if key not in ("betas", "gender_code"):
-            arrays[key] = np.pad(v, [(a, t_len - b)] + [(0, 0)] * (v.ndim - 1), mode="edge")
-    arrays["valid"][:a] = False
-    arrays["valid"][b:] = False
-    return SMPLHTrack.from_arrays(track_id, arrays), terms
+
+#: people fitted in one optimisation hold at most this many (padded) frames together: the steps'
+#: fixed cost is shared, and memory stays that of one long track (a longer track is fitted alone)
+FIT_BATCH_FRAMES = 2048
+
+
+def fit_over_spans(rest_joints, items, camera, mapping, cfg, batch_frames: int = FIT_BATCH_FRAMES):
+    """:func:`fit_over_span` of several people, ``items`` = [(kp2d, conf, world over the span,
+    (a, b) the span, video length, track id)]: fitted together (models/pose/fit.py
+    ``fit_tracks``: the same tracks as one by one) in batches of similar span lengths holding at
+    most ``batch_frames`` padded frames. Returns [(track over the whole video, terms)] in the
+    order of ``items``."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.fit import FitInput, fit_tracks
+
+    order = sorted(range(len(items)), key=lambda i: len(items[i][0]))
+    batches, cur = [], []
+    for i in order:  # shortest first: a batch's padding is to its longest
+        if cur and (len(cur) + 1) * len(items[i][0]) > batch_frames:
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    out: list = [None] * len(items)
+    for batch in batches:
+        people = [FitInput(items[i][0], items[i][1], items[i][2], items[i][5]) for i in batch]
+        for i, (tr, terms) in zip(batch, fit_tracks(rest_joints, people, camera, mapping, cfg=cfg)):
+            (a, b), t_len = items[i][3], items[i][4]
+            if (a, b) != (0, t_len):
+                arrays = tr.to_arrays()
+                for key, v in arrays.items():
+                    if key not in ("betas", "gender_code"):
+                        arrays[key] = np.pad(v, [(a, t_len - b)] + [(0, 0)] * (v.ndim - 1), mode="edge")
+                arrays["valid"][:a] = False
+                arrays["valid"][b:] = False
+                tr = SMPLHTrack.from_arrays(tr.track_id, arrays)
+            out[i] = (tr, terms)
+    return out
 
 
 def _merged(parts: list[tuple]) -> tuple:

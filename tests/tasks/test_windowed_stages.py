@@ -547,3 +547,14 @@ def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_pa
         assert hole[[5, 6, 7, 8]].all(axis=(1, 2)).sum() == 0 and hole[[5, 6, 7, 8]].any(axis=(1, 2)).all()
         uncovered[hold] = sorted({r[0] for r in scan_erased([(0, hole, e.read("render/mask"))]).regions})
     assert uncovered == {0: [5, 8], 1: []}
+
+
+def test_instance_labels_map_to_posed_tracks():
+    """Raw labels (raw track id + 1, 0 = nobody) -> posed track index (-1: nobody or not posed);
+    an id past the table (never written by pose4d) takes the table's last entry, as before."""
+    from anonymask.tasks.segment import lut_map
+
+    labels = np.array([[0, 1, 2], [3, 4, 9]], np.uint16)
+    out = lut_map(labels, np.array([2, -1, 0, 1], np.int32))
+    assert out.dtype == np.int32
+    assert out.tolist() == [[-1, 2, -1], [0, 1, 1]]

@@ -146,3 +146,46 @@ def test_the_mediapipe_backend_fits_with_its_3d_weight():
     assert validate_stage("pose4d", {"w_3d": 4.0})["w_3d"] == 4.0
     with pytest.raises(SettingsError):
         validate_stage("pose4d", {"w_3d": -1.0})
+
+
+def test_people_fitted_together_follow_the_path_each_follows_alone(body, rng):
+    """pose4d fits a video's people in one optimisation (fit_tracks): their losses are summed and
+    Adam works element by element, so each track must come out as when it is fitted alone, also
+    when the tracks have different lengths (padding carries no weight and no smoothness link)."""
+    from anonymask.models.pose.fit import FitInput, fit_tracks
+
+    cfg = FitConfig(iterations=30)
+    people = []
+    for seed, t_len in ((1, 10), (3, 6), (5, 1)):
+        truth = synthetic_motion(body, t_len=t_len, seed=seed)
+        kp2, conf, world = _keypoints(body.pose_track(truth).joints, rng)
+        people.append(FitInput(kp2, conf, world if seed != 3 else None, track_id=seed))
+    together = fit_tracks(body.rest_joints(), people, CAM, MAP, cfg=cfg)
+    for p, (tr, terms) in zip(people, together):
+        alone, alone_terms = fit_track(body.rest_joints(), p.kp2d, p.conf, CAM, MAP, kp3d=p.kp3d, cfg=cfg,
+                                       track_id=p.track_id)
+        assert tr.track_id == p.track_id and tr.num_frames == p.kp2d.shape[0]
+        for key in ("global_orient", "body_pose", "transl"):
+            np.testing.assert_allclose(getattr(tr, key), getattr(alone, key), atol=2e-5)
+        assert terms.keys() == alone_terms.keys() and ("structure_3d" in terms) == (p.kp3d is not None)
+        assert np.isfinite(list(terms.values())).all()
+
+
+def test_the_optimiser_is_torch_adam():
+    """fit's own Adam (torch.optim.Adam's construction imports torch._dynamo, a second or more per
+    process) takes the same steps as torch.optim.Adam, bit for bit."""
+    import torch
+
+    from anonymask.models.pose.fit import _Adam
+
+    g = torch.Generator().manual_seed(0)
+    target = torch.randn(5, 7, generator=g)
+    a = torch.randn(5, 7, generator=g).requires_grad_(True)
+    b = a.detach().clone().requires_grad_(True)
+    mine, ref = _Adam([a], lr=0.05), torch.optim.Adam([b], lr=0.05)
+    for _ in range(25):
+        for p, opt in ((a, mine), (b, ref)):
+            opt.zero_grad()
+            (((p - target) ** 2).sum() + (p ** 3).mean()).backward()
+            opt.step()
+    assert torch.equal(a, b)
