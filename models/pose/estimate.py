@@ -18,7 +18,7 @@ import numpy as np
 from anonymask.errors import NoPersonError
 from anonymask.models.body.tracks import Camera, SMPLHTrack
 from anonymask.models.pose.fallback import box_track
-from anonymask.models.pose.fit import FitConfig, fit_track
+from anonymask.models.pose.fit import FitConfig
 from anonymask.models.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
 from anonymask.models.pose.link import link_tracks
 
