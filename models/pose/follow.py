@@ -1,26 +1,24 @@
 """Follow what keeps moving after a walking person is lost: their legs, their back.
 
-A person leaving the frame is often seen last from the hips down (bikes.mp4 at 640 px: a
-passer-by whom the landmark model lets go at frame 188 while only his legs and hips are in view).
-No offline model here finds legs, and the audit's detectors do not see them either, so the walk-on
-of :func:`anonymask.models.pose.estimate.hold_end` (a box carried on at the person's last speed)
-was all that removed them; the legs outpaced it and walked on past its end, shown in the output
-(frames 207-213).
+A person leaving the frame is often seen last from the hips down (bikes.mp4 at 640 px: the
+landmark model lets a passer-by go at frame 188, legs and hips in view). No offline model here
+finds legs, nor do the audit's detectors, so the walk-on of
+:func:`anonymask.models.pose.estimate.hold_end` (a box carried on at the person's last speed) was
+all that removed them; the legs outpaced it and were shown (frames 207-213).
 
-Here the frames after a walking person's last sighting are compared with the frame ``lag`` frames
-before, aligned onto them by a homography (corner features outside the person's region; the
-identity where it cannot be measured, as on a still camera), at ``width`` px. The pixels that
-changed by more than ``threshold`` grey levels and are connected to the person's box of the frame
-before (grown by ``reach`` x their height) are where they are now and were ``lag`` frames ago: the
-box removed in each frame past the walk-on's end is the box around those pixels, joined with the box
-of the last sighting (where the avatar stays held), until fewer than ``min_share`` of the person's last box area keeps moving there (they left or
-stopped) or ``frames`` frames have passed. Pure motion, no person model: a car driving past right
-there is followed too (more is removed, never less), but only while what moves fits in a box of at
-most ``max_area`` x the person's size (their last box, or the walk-on's last box if larger: the
-passer-by was found as he came into view, his box growing): a van driving past a body drawn on it, or a pan the homography cannot undo,
-soon moves more than that, and is followed no further; and only while it keeps going the way the
-walker went (its leading edge does not fall back): once they left, what moves behind them (the
-parallax of a hand-held camera) is not followed.
+Past the walk-on, each frame is compared with the frame ``lag`` before, aligned onto it by a
+homography of what lies outside the person (the identity where none can be measured, as on a
+still camera), at ``width`` px. The pixels that changed by more than ``threshold`` grey levels and
+connect to the box of the frame before (grown by ``reach`` x their height) are where they are now
+and were ``lag`` frames ago; the box removed is the box around them joined with the last
+sighting's box, where the avatar stays held. Following stops where
+
+- less than ``min_share`` of a person's box moves (they left, or stopped);
+- more than ``max_area`` x a person's box moves (a van driving past a body drawn on it, a pan the
+  homography cannot undo): pure motion, no person model, so this bounds what it may take;
+- what moves falls back against the way they walked (``back`` x their height): once they left,
+  the parallax of a hand-held camera behind them keeps changing pixels, and is not them;
+- ``frames`` frames have passed, or the shot ends.
 """
 
 from __future__ import annotations
