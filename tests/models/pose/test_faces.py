@@ -88,3 +88,30 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
                                  heads=heads[1:])) == 1
     assert unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan), every=1,
                              heads=heads[:1]) == []
+
+
+def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
+    """carphone: the landmark model also found the close-up person as a body (frames 15-36),
+    posed wrongly: its avatar stood small beside the face avatar. Where a track's box is the face
+    person's (IoU >= 0.3 with their body box, the face's centre inside it) its avatar is not
+    drawn; a person elsewhere in the frame (a small box away from the face) keeps theirs."""
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import FALLBACK_FACE, POSED, yield_to_face
+
+    t_len = 10
+    face = np.full((t_len, 4), np.nan, np.float32)
+    face[2:] = [70, 30, 100, 60]  # the face, frames 2-9
+    body_of_face = np.full((t_len, 4), np.nan, np.float32)
+    body_of_face[2:] = [20, 10, 170, 144]
+    same = np.full((t_len, 4), np.nan, np.float32)
+    same[:8] = [50, 25, 125, 144]  # the same person found as a body, frames 0-7
+    other = np.full((t_len, 4), np.nan, np.float32)
+    other[:] = [140, 60, 160, 120]  # someone beside them
+    tracks = [SMPLHTrack.rest(0, t_len), SMPLHTrack.rest(1, t_len), SMPLHTrack.rest(2, t_len)]
+    tracks[0].valid[8:] = False
+    boxes, kinds = [same, other, body_of_face], [POSED, POSED, FALLBACK_FACE]
+    hidden = yield_to_face(tracks, boxes, kinds, 2, face)
+    assert hidden == 6
+    assert tracks[0].valid.tolist() == [True, True] + [False] * 8  # hidden where the face avatar is
+    assert tracks[1].valid.all() and tracks[2].valid.all()
+    assert np.isfinite(boxes[0][:8]).all()  # its pixels stay removed
