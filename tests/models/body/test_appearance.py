@@ -86,3 +86,36 @@ def test_clothing_regions_follow_the_body(bank):
         assert near(crown, at["skin"] if at["hair_style"] == "bald" else at["hair"])
         if at["legs"] == "long":
             assert near(thigh, at["trousers"])
+
+
+def _boxes(n, t_len, tracks):
+    """(n, t_len, 4) boxes: ``tracks`` = {i: (first, stop, (cx, cy), height)} (NaN elsewhere)."""
+    out = np.full((n, t_len, 4), np.nan, np.float32)
+    for i, (a, b, (cx, cy), h) in tracks.items():
+        out[i, a:b] = [cx - h / 4, cy - h / 2, cx + h / 4, cy + h / 2]
+    return out
+
+
+def test_one_person_seen_as_tracks_in_turn_keeps_one_appearance():
+    """carphone: a face avatar (frames 0-44), a posed one (45-67), a face one again (68-99) for one
+    man changed clothes twice. Tracks in turn at the same place are one person's; people seen
+    at the same time, far apart, or after a long gap are not."""
+    from anonymask.models.body.appearance import person_keys
+
+    spans = [(0, 45), (45, 68), (68, 100), (10, 90), (80, 100), (0, 0)]
+    boxes = _boxes(6, 100, {0: (0, 45, (80, 70), 100), 1: (45, 68, (85, 72), 110), 2: (68, 100, (78, 70), 100),
+                            3: (10, 90, (300, 70), 100),  # someone else, at the same time
+                            4: (80, 100, (90, 75), 100)})  # a second person near the first, while they are there
+    keys = person_keys(spans, boxes)
+    assert keys[:3] == [0, 0, 0]  # the chain is one person, with the first track's appearance
+    assert keys[3] == 3 and keys[4] == 4 and keys[5] == 5
+    far = _boxes(2, 100, {0: (0, 40, (80, 70), 100), 1: (42, 100, (200, 70), 100)})
+    assert person_keys([(0, 40), (42, 100)], far) == [0, 1]  # starts elsewhere
+    late = _boxes(2, 100, {0: (0, 40, (80, 70), 100), 1: (60, 100, (80, 70), 100)})
+    assert person_keys([(0, 40), (60, 100)], late) == [0, 1]  # 20 frames later: maybe someone else
+    small = _boxes(2, 100, {0: (0, 40, (80, 70), 100), 1: (41, 100, (80, 70), 40)})
+    assert person_keys([(0, 40), (41, 100)], small) == [0, 1]  # 2.5x smaller: not them
+
+    cut = _boxes(2, 100, {0: (0, 40, (80, 70), 100), 1: (41, 100, (80, 70), 100)})
+    assert person_keys([(0, 40), (41, 100)], cut) == [0, 0]
+    assert person_keys([(0, 40), (41, 100)], cut, shots=[(0, 41), (41, 100)]) == [0, 1]  # across a cut
