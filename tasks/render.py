@@ -39,8 +39,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
     bank = AppearanceBank(size=cfg["bank_size"], seed=cfg["bank_seed"])
     # one person seen as several tracks in turn keeps one appearance (the first track's)
-    seen = [np.flatnonzero(t.valid) for t in tracks]
-    visible = [(t.start + int(v[0]), t.start + int(v[-1]) + 1) if v.size else (0, 0) for t, v in zip(tracks, seen)]
+    visible = [tuple(np.add(span_of(t.valid), t.start)) if t.valid.any() else (0, 0) for t in tracks]
     pose_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
     shots = video_shots(entry)
     keys = (person_keys(visible, pose_boxes, shots) if pose_boxes is not None and len(pose_boxes) == len(tracks)

@@ -25,19 +25,26 @@ from anonymask.models.inpaint.backends import EMPTY_FILL, _check, _method, maske
 from anonymask.models.registry import register
 
 
-def _small(video: np.ndarray, hole: np.ndarray, width: int) -> tuple[list[np.ndarray], list[np.ndarray], float]:
-    """Grey copies ``width`` px wide, the masks of where their features may be (outside the holes,
-    dilated), and the scale factor small/full."""
-    h, w = video.shape[1:3]
+def small_grey(frame: np.ndarray, width: int) -> tuple[np.ndarray, float]:
+    """A grey copy at most ``width`` px wide (uint8) and the scale factor small/full."""
+    h, w = frame.shape[:2]
     width = min(int(width), w)
     k = width / float(w)
     hs = max(8, int(round(h * k)))
+    return cv2.cvtColor(cv2.resize(frame, (width, hs), interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY), k
+
+
+def _small(video: np.ndarray, hole: np.ndarray, width: int) -> tuple[list[np.ndarray], list[np.ndarray], float]:
+    """Grey copies ``width`` px wide, the masks of where their features may be (outside the holes,
+    dilated), and the scale factor small/full."""
+    k = 1.0
     grey, usable = [], []
     for f, m in zip(video, hole):
-        grey.append(cv2.cvtColor(cv2.resize(f, (width, hs), interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY))
-        u = np.full((hs, width), 255, np.uint8)
+        g, k = small_grey(f, width)
+        grey.append(g)
+        u = np.full(g.shape, 255, np.uint8)
         if m.any():
-            small = cv2.resize(m.view(np.uint8), (width, hs), interpolation=cv2.INTER_NEAREST)
+            small = cv2.resize(m.view(np.uint8), g.shape[::-1], interpolation=cv2.INTER_NEAREST)
             u[cv2.dilate(small, np.ones((5, 5), np.uint8)) > 0] = 0
         usable.append(u)
     return grey, usable, k

@@ -361,11 +361,8 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
         if read_frames is not None and follow > 0:
             from anonymask.models.pose.follow import follow_moving
 
-            for t in follow_moving(boxes, gap, last, read_frames, threshold=follow, frames=follow_frames):
-                if not track.valid[t]:  # past the walk-on: the avatar stays held where they were last seen
-                    for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
-                        getattr(track, key)[t] = getattr(track, key)[last]
-                    track.valid[t] = True
+            # past the walk-on (follow_moving sets those frames' boxes): the avatar stays held
+            _hold_pose(track, last, follow_moving(boxes, gap, last, read_frames, threshold=follow, frames=follow_frames))
         return
     _hold(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
 
@@ -400,6 +397,11 @@ def _hold(track, boxes: np.ndarray, gap: np.ndarray, src: int, held: slice) -> N
     """Frames ``held`` take frame ``src``'s box and pose, as bridged frames."""
     boxes[held] = boxes[src]
     gap[held] = True
+    _hold_pose(track, src, held)
+
+
+def _hold_pose(track, src: int, held) -> None:
+    """Frames ``held`` (a slice or indices) take frame ``src``'s pose and place; the avatar is drawn there."""
     for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
         arr = getattr(track, key)
         arr[held] = arr[src]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from anonymask.models.inpaint.aligned import step_homographies
+from anonymask.models.inpaint.aligned import small_grey, step_homographies
 
 
 def moving_box(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, height: float, *, threshold: float,
@@ -66,13 +66,6 @@ def moving_box(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, height: float
     if out[3] >= h - r:
         out[3] = h
     return out
-
-
-def _grey(frame: np.ndarray, width: int) -> tuple[np.ndarray, float]:
-    h, w = frame.shape[:2]
-    k = min(1.0, width / float(w))
-    small = cv2.resize(frame, (max(8, int(round(w * k))), max(8, int(round(h * k)))), interpolation=cv2.INTER_AREA)
-    return cv2.cvtColor(small, cv2.COLOR_RGB2GRAY).astype(np.float32), k
 
 
 def _aligned(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, grow: float) -> np.ndarray:
@@ -134,7 +127,8 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
         if t not in cache:
             a = max(0, t - lag)
             for k, f in enumerate(read_frames(a, min(t_len, a + 16))):
-                cache.setdefault(a + k, _grey(np.asarray(f), width))
+                g, scale = small_grey(np.asarray(f), width)
+                cache.setdefault(a + k, (g.astype(np.float32), scale))
             for old in [k for k in cache if k < t - lag]:
                 del cache[old]
         return cache[t]
