@@ -6,8 +6,9 @@ input frame, bit for bit, so lighting changes and everything that is not a perso
 
 - ``temporal_median`` (static cameras): per pixel, the median over the frames where that pixel is
   NOT in the hole (outside every person's mask), so a person can never be copied back into the
-  hole, not even one who stands still (their pixels are in the hole in every frame). Pixels that
-  are never uncovered are filled by OpenCV inpainting of that median background image. Over long
+  hole, not even one who stands still (their pixels are in the hole in every frame). Pixels
+  uncovered in fewer than ``min_support`` frames (5) are filled by OpenCV inpainting of that
+  median background image: a part of a person the mask missed for a frame or two is no background. Over long
   videos (``inpaint_stream``) the median is taken per window of frames (+ context), pixels a
   window never uncovers take the median of a bounded sample of frames from the whole video.
 - ``opencv`` (moving cameras, or a fallback): ``cv2.inpaint`` on every frame independently.
@@ -104,30 +105,37 @@ def masked_temporal_median(
     return background, count
 
 
-@register("inpaint", "temporal_median")
+@register("inpaint", "temporal_median", limits={"min_support": {"ge": 1}, "grow_unseen": {"ge": 0}})
 class TemporalMedianInpainter:
     """Static-camera background: masked temporal median + OpenCV fill of never-seen pixels.
 
-    Output = where(hole, background, frame): only hole pixels change. ``grow_unseen`` dilates the
-    never-uncovered region before filling, so the fill does not start from a pixel that was
-    uncovered in only one or two frames (often a mask edge that still holds some person colour).
+    Output = where(hole, background, frame): only hole pixels change. A hole pixel's median needs
+    ``min_support`` uncovered frames: a pixel uncovered in fewer is filled spatially, as a
+    never-seen one. Those few frames are mostly where the mask missed a part of the person (a
+    still man's shoe, a leg out of the mask for a frame or two), and their median put that part
+    back into every frame of the hole (the 640x480 bench clip s01s02_a02_r01: 6,199 leaked pixels
+    inside the hole with 1, 2,223 with 5 and ``grow_unseen`` 5; docs/RESULTS.md).
+    ``grow_unseen`` dilates that region before filling, so the fill does not start from a pixel
+    next to it (often a mask edge that still holds some person colour).
     """
 
     #: a pixel must show the same place in every frame (tasks/inpaint.py swaps the backend for
     #: shots whose camera moves)
     still_camera = True
 
-    def __init__(self, method: str = "telea", radius: int = 5, block_rows: int = 32, grow_unseen: int = 0):
+    def __init__(self, method: str = "telea", radius: int = 5, block_rows: int = 32, grow_unseen: int = 5,
+                 min_support: int = 5):
         self.method = _method(method)
         self.radius = int(radius)
         self.block_rows = int(block_rows)
         self.grow_unseen = int(grow_unseen)
+        self.min_support = max(1, int(min_support))
 
     def background(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The clip's static background image (H,W,3) uint8."""
         video, hole = _check(video, mask)
         bg, count = masked_temporal_median(video, hole, self.block_rows)
-        return self._fill_unseen(bg, count == 0)
+        return self._fill_unseen(bg, count < self.min_support)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
         video, hole = _check(video, mask)
@@ -150,8 +158,9 @@ class TemporalMedianInpainter:
 
         ``read(a, b)`` -> (video (b-a,H,W,3) uint8, hole (b-a,H,W)); ``write(t0, frames)``.
         Each window's background is the masked median of its frames and context; a pixel that is
-        in the hole throughout takes the masked median of up to ``sample_frames`` frames spread
-        over the whole video, and a pixel never uncovered there either is filled spatially.
+        uncovered in fewer than ``min_support`` of them takes the masked median of up to
+        ``sample_frames`` frames spread over the whole video, and one that is not uncovered often
+        enough there either is filled spatially.
         """
         if t_len <= window + 2 * context:
             video, hole = read(0, t_len)
@@ -167,9 +176,9 @@ class TemporalMedianInpainter:
             a0, a1 = max(0, t0 - context), min(t_len, t1 + context)
             video, hole = _check(*read(a0, a1))
             bg, count = masked_temporal_median(video, hole, self.block_rows)
-            local_unseen = count == 0
+            local_unseen = count < self.min_support
             bg[local_unseen] = g_bg[local_unseen]
-            bg = self._fill_unseen(bg, local_unseen & (g_count == 0))
+            bg = self._fill_unseen(bg, local_unseen & (g_count < self.min_support))
             write(t0, _paste(video[t0 - a0 : t1 - a0], hole[t0 - a0 : t1 - a0], bg))
 
 
