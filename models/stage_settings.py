@@ -149,6 +149,8 @@ class AuditSettings(StageSettings):
     fail: bool = True
     ground_truth: bool = True
     max_gt_leak: float = Field(0.001, ge=0.0, le=1.0)
+    gt_strict: bool = Field(False, description="count hole pixels whose fill matches the person by chance (the "
+                                               "same fill without them) as leaked, as before 2026-11-25")
     erased: bool = Field(True, description="fail a video where a person is removed without an avatar")
     erased_min_share: float = Field(0.5, gt=0.0, description="smallest uncovered hole region that is a person, "
                                                               "as a share of the video's median hole area")

@@ -11,10 +11,18 @@ from another scene. A backend that needs a still camera (the temporal median) is
 shot whose view moves (models/shots.py ``camera_drift`` above ``camera_drift``, measured on 8
 frames spread over the shot, the people's pixels left out), by ``moving_camera`` (default ``aligned_median``:
 each frame filled from its neighbours aligned onto it, models/inpaint/aligned.py): a median over a
-moving view is a smear of other places. Metric ``moving_shots``."""
+moving view is a smear of other places. Metric ``moving_shots``.
+
+With ground truth (synthetic data) the same backend also fills the same holes of the video with
+its people replaced by the clean background, and ``fill_coincident`` (T,H,W) bool marks the hole
+pixels whose fill is the same (within ``COINCIDENT_TOL`` grey levels) either way: a fill the person
+did not cause. A spatial fill can match a person's colour by chance (a grey floor next to grey
+trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
+a person shown (models/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -22,6 +30,9 @@ import numpy as np
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import video_shots
 from anonymask.tasks.common import stage
+
+#: grey levels (any channel) within which the fill without the person is the same fill
+COINCIDENT_TOL = 3
 
 
 @stage("inpaint", deps=("ingest", "segment"))
@@ -39,8 +50,25 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     def read(a, b):
         return np.asarray(raw[a:b]), np.asarray(hole[a:b])
 
+    def read_person_free(a, b):
+        """The frames with every true person pixel shown as the clean background."""
+        frames, h = read(a, b)
+        m = entry.read("gt/person_mask", slice(a, b)).astype(bool)
+        frames[m] = np.broadcast_to(bg, frames.shape)[m]
+        return frames, h
+
+    # t0 -> the person-free frames' fill, one shot at a time (synthetic videos are short)
+    person_free: dict[int, np.ndarray] = {}
+    coincident_px = [0, 0]
+
     def write(t0, frames):
         out.write(frames)  # windows arrive in order
+        if coincident is not None:
+            alt, h = person_free.pop(t0), np.asarray(hole[t0 : t0 + len(frames)]).astype(bool)
+            same = h & (np.abs(frames.astype(np.int16) - alt).max(-1) <= COINCIDENT_TOL)
+            coincident.write(same)
+            coincident_px[0] += int(same.sum())
+            coincident_px[1] += int(h.sum())
         if has_gt:
             m = entry.read("gt/person_mask", slice(t0, t0 + len(frames))).astype(bool)
             d = frames[m].astype(np.float64) - np.broadcast_to(bg, frames.shape)[m]
@@ -50,7 +78,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     backend = stage_backend("inpaint", cfg)
     check = getattr(backend, "still_camera", False) and cfg["moving_camera"] != "same"
     moving = 0
-    with w.frames("inpainted", raw.shape[1:], np.uint8, t_len) as out:
+    check_fill = has_gt and entry.has_array("gt/person_mask")
+    with contextlib.ExitStack() as outs:
+        out = outs.enter_context(w.frames("inpainted", raw.shape[1:], np.uint8, t_len))
+        coincident = outs.enter_context(w.frames("fill_coincident", raw.shape[1:3], bool, t_len)) if check_fill else None
         for a, b in video_shots(entry):
             use = backend
             if check:
@@ -59,10 +90,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 if camera_drift(np.stack([raw[int(t)] for t in idx]),
                                 np.stack([hole[int(t)] for t in idx])) > cfg["camera_drift"]:
                     use, moving = get_inpainter(cfg["moving_camera"]), moving + 1
+            stream = dict(context=cfg["context"], sample_frames=cfg["sample_frames"])
+            if coincident is not None:  # the same backend, windows and holes, on the person-free frames
+                inpaint_stream(use, lambda x, y, a=a: read_person_free(a + x, a + y), b - a,
+                               lambda t0, frames, a=a: person_free.__setitem__(a + t0, frames),
+                               cfg["window"], **stream)
             inpaint_stream(use, lambda x, y, a=a: read(a + x, a + y), b - a,
-                           lambda t0, frames, a=a: write(a + t0, frames), cfg["window"], context=cfg["context"],
-                           sample_frames=cfg["sample_frames"])
+                           lambda t0, frames, a=a: write(a + t0, frames), cfg["window"], **stream)
     w.metric(moving_shots=moving)
+    if coincident_px[1]:
+        w.metric(fill_coincident_share=coincident_px[0] / coincident_px[1])
     if has_gt and se[1]:
         mse = se[0] / se[1]
         w.metric(background_psnr_db=float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse))

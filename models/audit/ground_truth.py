@@ -4,7 +4,9 @@ Where a video comes with its ground-truth person masks and clean background (the
 generator's data), the audit does not need a detector to know whether a person is left visible:
 a person pixel that differs from the background (it shows the person) and that the output still
 shows unchanged (and closer to the person than to the background), outside avatar pixels, is a
-leaked pixel (the definition of ``real_leak``, models/metrics.py). The video fails when the
+leaked pixel (the definition of ``real_leak``, models/metrics.py), unless it is a hole pixel
+whose fill is the same without the person (``fill_coincident``, tasks/inpaint.py): a fill that
+matches their colour by chance. The video fails when the
 leaked share exceeds ``max_leak``; the frames with at least ``min_pixels`` leaked pixels are named
 (or, when the leak is spread thin, every frame with a leaked pixel). This measures the detectors' recall too: the
 detector findings of the same video are compared with it (``audit_*`` metrics).
@@ -13,6 +15,7 @@ detector findings of the same video are compared with it (``audit_*`` metrics).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,16 +37,31 @@ def leaked_pixels(raw: np.ndarray, out: np.ndarray, person: np.ndarray, backgrou
     return leaked, dist
 
 
-def gt_leak(chunks: Iterable[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]], *,
-            max_leak: float = 0.001, min_pixels: int = 10) -> tuple[float, AuditFinding | None]:
-    """``chunks`` yields (t0, raw, out, person mask, background, synthetic mask) blocks of frames.
-    Returns (leaked share over the video, a finding when it exceeds ``max_leak``)."""
-    leaked = total = 0
+class GtLeak(NamedTuple):
+    share: float  # leaked share of the distinguishable person pixels (coincident fill not counted)
+    finding: AuditFinding | None  # when ``share`` exceeds the allowed leak
+    coincident: float  # share of them that look leaked, but whose fill is the same without the person
+
+
+def gt_leak(chunks: Iterable[tuple], *, max_leak: float = 0.001, min_pixels: int = 10,
+            strict: bool = False) -> GtLeak:
+    """``chunks`` yields (t0, raw, out, person mask, background, synthetic mask[, coincident])
+    blocks of frames. ``coincident`` (optional, the inpaint stage's ``fill_coincident``): hole
+    pixels whose fill is the same when the video's people are replaced by the clean background. A
+    fill can match a person's colour by chance without having seen them (a smooth fill between
+    grey trousers and a grey floor); such a pixel shows nothing of the person and is not counted,
+    unless ``strict`` (the check before 2026-11-25)."""
+    leaked = total = excused = 0
     frames: list[int] = []
     thin: list[int] = []
     box = thin_box = None
-    for t0, raw, out, person, bg, syn in chunks:
+    for t0, raw, out, person, bg, syn, *rest in chunks:
         lk, dist = leaked_pixels(raw, out, person.astype(bool), bg, syn.astype(bool))
+        if rest and rest[0] is not None:
+            same = lk & np.asarray(rest[0], bool)
+            excused += int(same.sum())
+            if not strict:
+                lk &= ~same
         leaked += int(lk.sum())
         total += int(dist.sum())
         for k in range(len(lk)):
@@ -58,8 +76,10 @@ def gt_leak(chunks: Iterable[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.n
                     ys, xs = np.nonzero(lk[k])
                     box = [float(xs.min()), float(ys.min()), float(xs.max() + 1), float(ys.max() + 1)]
     share = leaked / total if total else 0.0
+    coincident = excused / total if total else 0.0
     if share > max_leak:
         if not frames:
             frames, box = thin, thin_box
-        return share, AuditFinding("gt_leak", frames, box or [0.0, 0.0, 0.0, 0.0], float(share), 1.0)
-    return share, None
+        return GtLeak(share, AuditFinding("gt_leak", frames, box or [0.0, 0.0, 0.0, 0.0], float(share), 1.0),
+                      coincident)
+    return GtLeak(share, None, coincident)

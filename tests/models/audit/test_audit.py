@@ -1,6 +1,7 @@
 """The self-audit on real frames: people left visible are found; people under avatars are not."""
 
 import numpy as np
+import pytest
 
 from anonymask.models.audit import audit_frames, available_auditors, get_auditor
 
@@ -59,12 +60,35 @@ def test_ground_truth_leak_fails_a_video_that_shows_a_person_and_passes_one_that
     person[:, 5:15, 10:16] = True
     raw[person] = (raw[person].astype(int) + 80).clip(0, 255).astype(np.uint8) // 2 + 100
     no_avatar = np.zeros_like(person)
-    share, f = gt_leak([(0, raw, raw, person, bg, no_avatar)])  # output = input: everything leaks
+    share, f, _ = gt_leak([(0, raw, raw, person, bg, no_avatar)])  # output = input: everything leaks
     assert share == 1.0 and f is not None and f.frames == [0, 1, 2, 3] and f.kind == "gt_leak"
     removed = np.repeat(bg[None], 4, 0)
-    assert gt_leak([(0, raw, removed, person, bg, no_avatar)]) == (0.0, None)
+    assert gt_leak([(0, raw, removed, person, bg, no_avatar)]) == (0.0, None, 0.0)
     # the person's own colours shown, but under an avatar: not a leak
-    assert gt_leak([(0, raw, raw, person, bg, person)])[1] is None
+    assert gt_leak([(0, raw, raw, person, bg, person)]).finding is None
+
+
+def test_ground_truth_leak_does_not_count_a_fill_that_matches_the_person_by_chance():
+    """A hole pixel whose fill is the same without the person (the inpaint stage's
+    ``fill_coincident``) shows nothing of them, even where its colour is theirs; any other pixel
+    that shows their colour still counts, and ``strict`` counts both (the check of before)."""
+    from anonymask.models.audit import gt_leak
+
+    rng = np.random.default_rng(1)
+    bg = rng.integers(0, 120, (20, 30, 3), np.uint8)
+    raw = np.repeat(bg[None], 4, 0)
+    person = np.zeros((4, 20, 30), bool)
+    person[:, 5:15, 10:16] = True
+    raw[person] = 200
+    out = raw.copy()  # every person pixel looks shown
+    no_avatar = np.zeros_like(person)
+    by_chance = person.copy()
+    by_chance[:, 5:7] = False  # two rows of each frame: not a coincidence, a real leak
+    res = gt_leak([(0, raw, out, person, bg, no_avatar, by_chance)])
+    assert res.share == pytest.approx(2 / 10) and res.coincident == pytest.approx(8 / 10)
+    assert res.finding is not None and res.finding.box == [10.0, 5.0, 16.0, 7.0]
+    assert gt_leak([(0, raw, out, person, bg, no_avatar, by_chance)], strict=True).share == 1.0
+    assert gt_leak([(0, raw, out, person, bg, no_avatar, person)]).finding is None
 
 
 def test_ground_truth_leak_counts_the_pixels_the_real_leak_metric_counts():

@@ -1,0 +1,50 @@
+"""The inpaint stage's ``fill_coincident`` on synthetic data: hole pixels whose fill is the same
+when the video's people are replaced by the clean background (a fill the person did not cause)."""
+
+import numpy as np
+
+from anonymask.storage.store import DatasetStore
+
+
+def test_with_exact_masks_no_fill_is_caused_by_the_person(tiny_anonymized):
+    """Ground-truth masks (grown) hold every person pixel in the hole, so the fill never sees a
+    person: the same fill either way, in every hole pixel of every video, and the audit's
+    ground-truth check passes with nothing to excuse where nothing is shown."""
+    store = DatasetStore.open(tiny_anonymized)
+    for vid in store.video_ids():
+        e = store.video(vid)
+        same, hole = np.asarray(e.array("fill_coincident")), np.asarray(e.array("person_hole")).astype(bool)
+        assert same.shape == hole.shape and same.dtype == bool
+        assert not (same & ~hole).any()  # only hole pixels can be excused
+        assert np.array_equal(same, hole), vid
+        m = e.metrics()
+        assert m["fill_coincident_share"] == 1.0
+        assert m["audit_gt_leak"] <= m["real_leak"] + 1e-9 and "audit_gt_coincident" in m
+
+
+def test_a_fill_made_from_a_person_the_mask_missed_is_not_excused(tiny_anonymized, tmp_path):
+    """The same video with the mask shrunk so that a person is partly uncovered in its frames:
+    the temporal median then fills from their pixels, and those fills are not coincident."""
+    import shutil
+
+    from anonymask.config import pipeline_config
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "c.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    store = DatasetStore.open(url)
+    vid = store.video_ids()[0]
+    e = store.video(vid)
+    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
+                                   "inpaint": {"min_support": 1, "grow_unseen": 0}})
+    hole = np.asarray(e.array("person_hole")).astype(bool)
+    person = e.read("gt/person_mask").astype(bool)
+    # every other frame shows the person outside the hole: their pixels become fill sources
+    missed = person.copy()
+    missed[1::2] = False
+    e.array("person_hole")[...] = hole & ~(person & ~missed)
+    execute_stage(url, vid, "inpaint", cfg)
+    e = DatasetStore.open(url).video(vid)
+    same, hole = np.asarray(e.array("fill_coincident")), np.asarray(e.array("person_hole")).astype(bool)
+    assert same.sum() < hole.sum()  # some fills came from the person
+    assert e.metrics()["fill_coincident_share"] < 1.0
