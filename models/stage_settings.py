@@ -96,6 +96,10 @@ class InpaintSettings(StageSettings):
                                                              "the backend above for every shot)")
     camera_drift: float = Field(0.012, gt=0.0, description="view shift (share of the width) over a shot "
                                                           "above which its camera counts as moving")
+    # synthetic data only (ground truth in the store): a second fill of the person-free video, so
+    # the audit can tell a fill that matches a person by chance from one made of them
+    person_free_check: bool = Field(True, description="with ground truth: also fill the holes of the "
+                                                      "person-free video (fill_coincident)")
 
     @field_validator("moving_camera")
     @classmethod

@@ -48,7 +48,8 @@ def _hole_chunks(entry: VideoEntry):
 
 def _gt_chunks(entry: VideoEntry):
     raw, out, gt, syn = (entry.array(k) for k in ("raw", "anonymized", "gt/person_mask", "render/mask"))
-    has_fill = entry.has_array("fill_coincident") and entry.has_array("inpainted")
+    rec = entry.record("inpaint") or {}
+    has_fill = "fill_coincident" in rec.get("outputs", {}) and entry.has_array("fill_coincident")
     same, fill = (entry.array("fill_coincident"), entry.array("inpainted")) if has_fill else (None, None)
     bg = entry.read("gt/background")
     for t0 in range(0, raw.shape[0], CLIP_FRAMES):

@@ -18,7 +18,8 @@ its people replaced by the clean background, and ``fill_coincident`` (T,H,W) boo
 pixels whose fill is the same (within ``COINCIDENT_TOL`` grey levels) either way: a fill the person
 did not cause. A spatial fill can match a person's colour by chance (a grey floor next to grey
 trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
-a person shown (models/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels)."""
+a person shown (models/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
+``person_free_check: false`` skips that second fill (the audit then counts every such pixel)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,9 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     backend = stage_backend("inpaint", cfg)
     check = getattr(backend, "still_camera", False) and cfg["moving_camera"] != "same"
     moving = 0
-    check_fill = has_gt and entry.has_array("gt/person_mask")
+    check_fill = has_gt and entry.has_array("gt/person_mask") and cfg["person_free_check"]
+    if not check_fill and "fill_coincident" in entry.group:  # a previous run's: it would excuse this run's fill
+        del entry.group["fill_coincident"]
     with contextlib.ExitStack() as outs:
         out = outs.enter_context(w.frames("inpainted", raw.shape[1:], np.uint8, t_len))
         coincident = outs.enter_context(w.frames("fill_coincident", raw.shape[1:3], bool, t_len)) if check_fill else None

@@ -28,7 +28,8 @@ def test_config_show_pipeline_is_validated_and_complete(capsys):
     assert main(["config", "show", "--dataset", "sample", "--set", "inpaint.backend=opencv", "inpaint.radius=3"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["inpaint"] == {"backend": "opencv", "window": 64, "context": 16, "sample_frames": 96,
-                                "moving_camera": "aligned_median", "camera_drift": 0.012, "method": "telea", "radius": 3}
+                                "moving_camera": "aligned_median", "camera_drift": 0.012, "person_free_check": True,
+                                "method": "telea", "radius": 3}
     assert shown["ingest"]["max_side"] == 480  # the dataset's default over the stage's
 
 

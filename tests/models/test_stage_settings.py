@@ -75,7 +75,8 @@ def test_backend_settings_reach_the_backend():
     cfg = pipeline_config("demo", {"inpaint": {"backend": "opencv", "method": "ns", "radius": 3},
                                    "audit": {"detector_options": {"hog": {"upscale": 2.0}}}})
     assert cfg["inpaint"] == {"backend": "opencv", "window": 64, "context": 16, "sample_frames": 96,
-                              "moving_camera": "aligned_median", "camera_drift": 0.012, "method": "ns", "radius": 3}
+                              "moving_camera": "aligned_median", "camera_drift": 0.012, "person_free_check": True,
+                              "method": "ns", "radius": 3}
     from anonymask.models.stage_settings import stage_backend
 
     inp = stage_backend("inpaint", cfg["inpaint"])

@@ -48,3 +48,23 @@ def test_a_fill_made_from_a_person_the_mask_missed_is_not_excused(tiny_anonymize
     same, hole = np.asarray(e.array("fill_coincident")), np.asarray(e.array("person_hole")).astype(bool)
     assert same.sum() < hole.sum()  # some fills came from the person
     assert e.metrics()["fill_coincident_share"] < 1.0
+
+
+def test_without_the_person_free_check_nothing_is_excused(tiny_anonymized, tmp_path):
+    """``inpaint.person_free_check: false`` (the bench: a cost only synthetic data pays) writes no
+    ``fill_coincident``, and the audit then counts every pixel that looks shown."""
+    import shutil
+
+    from anonymask.config import pipeline_config
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "d.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    vid = DatasetStore.open(url).video_ids()[0]
+    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
+                                   "inpaint": {"person_free_check": False}})
+    for s in ("inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate", "audit"):
+        execute_stage(url, vid, s, cfg)
+    e = DatasetStore.open(url).video(vid)
+    assert not e.has_array("fill_coincident") and "fill_coincident_share" not in e.metrics()
+    assert e.metrics()["audit_gt_coincident"] == 0.0
