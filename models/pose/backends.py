@@ -52,7 +52,7 @@ class PoseOutput:
 
 @register("pose4d", "mediapipe", limits={
     "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
-    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "hold_motion": {"ge": 0}, "follow_motion": {"ge": 0}, "iterations": {"ge": 1},
+    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "hold_motion": {"ge": 0}, "follow_motion": {"ge": 0}, "limb_conf": {"ge": 0, "le": 1}, "iterations": {"ge": 1},
     "w_3d": {"ge": 0}})
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
@@ -63,7 +63,7 @@ class MediapipePose:
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
                  w_3d: float = 0.25, scan_rotate: int = 2,
-                 hold_motion: float = 30.0, follow_motion: float = 25.0):
+                 hold_motion: float = 30.0, follow_motion: float = 25.0, limb_conf: float = 0.1):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -89,6 +89,10 @@ class MediapipePose:
         them, frame by frame (grey levels between frames aligned by homography; models/pose/
         follow.py): their legs, seen without a body, walked on past the walk-on's box and were
         shown (bikes.mp4 at 640 px); 0: the walk-on's box only (before 2026-11-25 evening).
+        ``limb_conf``: the landmark visibility a limb needs to be drawn into its person's mask,
+        beyond the segmentation if need be (models/pose/discover.py ``add_limbs``): 0.1 since
+        2026-11-25 night (0.5 before): a leg behind a motorcycle, placed by the landmark model but
+        seen at 0.2-0.5, was left out of the mask and shown.
         """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
@@ -96,7 +100,7 @@ class MediapipePose:
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
                             backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads,
                             scan_rotate=int(scan_rotate), hold_motion=float(hold_motion),
-                            follow_motion=float(follow_motion))
+                            follow_motion=float(follow_motion), limb_conf=float(limb_conf))
         self.iterations = iterations
         self.w_3d = float(w_3d)
 

@@ -146,7 +146,8 @@ class PersonDiscovery:
                  detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
                  scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
                  limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5,
-                 scan_rotate: int = 1, hold_reach: float = 0.5, hold_motion: float = 30.0):
+                 scan_rotate: int = 1, hold_reach: float = 0.5, hold_motion: float = 30.0,
+                 limb_conf: float = 0.5):
         self.detector = detector or PeopleDetector()
         self.t_len = None if t_len is None else int(t_len)
         self.backfill_iou = 0.2
@@ -171,7 +172,7 @@ class PersonDiscovery:
         self.hold, self.hold_tol = bool(hold), float(hold_tol)
         self.hold_refresh = float(hold_refresh)
         self.hold_reach, self.hold_motion = float(hold_reach), float(hold_motion)
-        self.limbs = bool(limbs)
+        self.limbs, self.limb_conf = bool(limbs), float(limb_conf)
         self.verify = None
         if verify:
             from anonymask.models.pose.scan import PersonEvidence
@@ -395,7 +396,7 @@ class PersonDiscovery:
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
             if self.limbs and d.source != "hold":
-                add_limbs(d)
+                add_limbs(d, limb_conf=self.limb_conf, shape=(h, w))
             paint(labels, best, d, tid)
         for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
@@ -438,7 +439,7 @@ class PersonDiscovery:
                         break
                     d.source = "back"
                     if self.limbs:
-                        add_limbs(d)
+                        add_limbs(d, limb_conf=self.limb_conf, shape=frames[k].shape[:2])
                     tr.frames[tt] = d
                     self.sources["back"] = self.sources.get("back", 0) + 1
                     roi = nxt
@@ -498,17 +499,40 @@ LIMBS = ((11, 13), (13, 15), (12, 14), (14, 16), (23, 25), (25, 27), (24, 26), (
          (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24))
 
 
-def add_limbs(d: Detection, width: float = 0.05, min_conf: float = 0.5) -> None:
-    """Draw the body's limbs (lines between confident landmarks, ``width`` x the person's height
-    thick) and a disc over the head into the detection's mask, within its region."""
+def add_limbs(d: Detection, width: float = 0.05, min_conf: float = 0.5, limb_conf: float | None = None,
+              shape: tuple[int, int] | None = None, reach: float = 0.3) -> None:
+    """Draw the body's limbs (lines between landmarks, ``width`` x the person's height thick) and
+    a disc over the head (landmarks seen with ``min_conf``) into the detection's mask.
+
+    ``limb_conf`` (default ``min_conf``): the visibility a limb's two landmarks need. Below 0.5
+    the landmark model still places a limb it does not see well, often a leg behind an object,
+    which its segmentation leaves out (the back leg of the woman at the motorcycle in
+    s04s03_a04_r01 and the 640x480 bench clip was shown beside it). With ``shape`` (the frame's
+    H, W) the mask's region grows to hold such lines, for limbs whose landmarks lie within
+    ``reach`` x the height of the person's box; without it the lines stay within the region."""
     if d.mask.size == 0 or d.kp2d is None:
         return
+    need = min_conf if limb_conf is None else limb_conf
     x0, y0, x1, y1 = d.region
     th = max(2, int(round(width * max(d.height, 1.0))))
+    pairs = [(a, b) for a, b in LIMBS if d.conf[a] >= need and d.conf[b] >= need]
+    if shape is not None and pairs:
+        lim = reach * max(d.height, 1.0)
+        lo, hi = d.box[:2] - lim, d.box[2:] + lim
+        pairs = [(a, b) for a, b in pairs if np.all((d.kp2d[[a, b]] >= lo) & (d.kp2d[[a, b]] <= hi))]
+        if pairs:
+            pts = d.kp2d[[i for p in pairs for i in p]]
+            nx0 = int(max(0, min(x0, np.floor(pts[:, 0].min() - th))))
+            ny0 = int(max(0, min(y0, np.floor(pts[:, 1].min() - th))))
+            nx1 = int(min(shape[1], max(x1, np.ceil(pts[:, 0].max() + th))))
+            ny1 = int(min(shape[0], max(y1, np.ceil(pts[:, 1].max() + th))))
+            if (nx0, ny0, nx1, ny1) != (x0, y0, x1, y1):
+                grown = np.zeros((ny1 - ny0, nx1 - nx0), np.float32)
+                grown[y0 - ny0 : y1 - ny0, x0 - nx0 : x1 - nx0] = d.mask
+                d.mask, d.region = grown, (nx0, ny0, nx1, ny1)
+                x0, y0, x1, y1 = d.region
     m = np.ascontiguousarray(d.mask, np.float32)
-    for a, b in LIMBS:
-        if d.conf[a] < min_conf or d.conf[b] < min_conf:
-            continue
+    for a, b in pairs:
         pa = (int(round(d.kp2d[a, 0] - x0)), int(round(d.kp2d[a, 1] - y0)))
         pb = (int(round(d.kp2d[b, 0] - x0)), int(round(d.kp2d[b, 1] - y0)))
         cv2.line(m, pa, pb, 1.0, th, lineType=cv2.LINE_8)

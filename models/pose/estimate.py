@@ -69,6 +69,7 @@ def estimate_people(
     scan_rotate: int = 1,
     hold_motion: float = 30.0,
     follow_motion: float = 25.0,
+    limb_conf: float = 0.5,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -98,6 +99,8 @@ def estimate_people(
     ``follow_motion``: after a person lost while walking, what keeps moving next to them (grey
     levels between aligned frames) stays removed (models/pose/follow.py; needs ``read_frames``;
     0: the walk-on's box only).
+    ``limb_conf``: the visibility a limb's landmarks need to be drawn into the person's mask
+    (models/pose/discover.py ``add_limbs``).
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -106,7 +109,7 @@ def estimate_people(
     disc = discovery or PersonDiscovery(detector, keyframe_every=keyframe_every, tiles=tiles, max_gap=max_gap,
                                         detect_every=detect_every, scan=scan, scan_every=scan_every, t_len=t_len,
                                         anchor=anchor, scan_rotate=scan_rotate,
-                                        hold_motion=hold_motion)
+                                        hold_motion=hold_motion, limb_conf=limb_conf)
     for t0, frames in windows:
         outs = [disc.push(f) for f in frames]
         if write_window is not None:
