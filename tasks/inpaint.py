@@ -19,7 +19,8 @@ pixels whose fill is the same (within ``COINCIDENT_TOL`` grey levels) either way
 did not cause. A spatial fill can match a person's colour by chance (a grey floor next to grey
 trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
 a person shown (models/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
-``person_free_check: false`` skips that second fill (the audit then counts every such pixel)."""
+``person_free_check: false`` skips that second fill (the audit then counts every such pixel), and
+so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is held in memory)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ from anonymask.tasks.common import stage
 
 #: grey levels (any channel) within which the fill without the person is the same fill
 COINCIDENT_TOL = 3
+#: the person-free fill of a shot is held in memory until the real fill reaches it: videos whose
+#: frames take more than this are not checked (the audit then counts every pixel that looks shown),
+#: so the scaling runs' long synthetic videos keep the stage's memory bounded
+PERSON_FREE_MAX_BYTES = 512 * 2**20
 
 
 @stage("inpaint", deps=("ingest", "segment"))
@@ -79,7 +84,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     backend = stage_backend("inpaint", cfg)
     check = getattr(backend, "still_camera", False) and cfg["moving_camera"] != "same"
     moving = 0
-    check_fill = has_gt and entry.has_array("gt/person_mask") and cfg["person_free_check"]
+    check_fill = (has_gt and entry.has_array("gt/person_mask") and cfg["person_free_check"]
+                  and int(np.prod(raw.shape)) <= PERSON_FREE_MAX_BYTES)
     if not check_fill and "fill_coincident" in entry.group:  # a previous run's: it would excuse this run's fill
         del entry.group["fill_coincident"]
     with contextlib.ExitStack() as outs:

@@ -68,3 +68,22 @@ def test_without_the_person_free_check_nothing_is_excused(tiny_anonymized, tmp_p
     e = DatasetStore.open(url).video(vid)
     assert not e.has_array("fill_coincident") and "fill_coincident_share" not in e.metrics()
     assert e.metrics()["audit_gt_coincident"] == 0.0
+
+
+def test_a_video_too_long_to_hold_its_person_free_fill_is_not_checked(tiny_anonymized, tmp_path, monkeypatch):
+    """The person-free fill waits in memory for the real one: above ``PERSON_FREE_MAX_BYTES`` of
+    frames (the scaling runs' long synthetic videos) the check is skipped, memory stays bounded."""
+    import shutil
+
+    from anonymask.config import pipeline_config
+    from anonymask.tasks import inpaint
+    from anonymask.tasks.common import execute_stage
+
+    url = str(tmp_path / "e.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    vid = DatasetStore.open(url).video_ids()[0]
+    monkeypatch.setattr(inpaint, "PERSON_FREE_MAX_BYTES", 1000)
+    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
+                                   "inpaint": {"min_support": 4}})  # a changed setting: the stage runs again
+    execute_stage(url, vid, "inpaint", cfg)
+    assert not DatasetStore.open(url).video(vid).has_array("fill_coincident")
