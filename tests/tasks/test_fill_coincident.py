@@ -1,9 +1,24 @@
 """The inpaint stage's ``fill_coincident`` on synthetic data: hole pixels whose fill is the same
 when the video's people are replaced by the clean background (a fill the person did not cause)."""
 
+import shutil
+
 import numpy as np
 
+from anonymask.config import pipeline_config
 from anonymask.storage.store import DatasetStore
+
+
+def _copy(tiny_anonymized, tmp_path) -> tuple[str, str]:
+    """A private copy of the anonymized tiny store and its first video's id."""
+    url = str(tmp_path / "c.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    return url, DatasetStore.open(url).video_ids()[0]
+
+
+def _cfg(**inpaint) -> dict:
+    """The tiny store's settings (ground-truth pose and masks) with these inpaint settings."""
+    return pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}, "inpaint": inpaint})
 
 
 def test_with_exact_masks_no_fill_is_caused_by_the_person(tiny_anonymized):
@@ -25,18 +40,11 @@ def test_with_exact_masks_no_fill_is_caused_by_the_person(tiny_anonymized):
 def test_a_fill_made_from_a_person_the_mask_missed_is_not_excused(tiny_anonymized, tmp_path):
     """The same video with the mask shrunk so that a person is partly uncovered in its frames:
     the temporal median then fills from their pixels, and those fills are not coincident."""
-    import shutil
-
-    from anonymask.config import pipeline_config
     from anonymask.tasks.common import execute_stage
 
-    url = str(tmp_path / "c.zarr")
-    shutil.copytree(tiny_anonymized, url)
-    store = DatasetStore.open(url)
-    vid = store.video_ids()[0]
-    e = store.video(vid)
-    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
-                                   "inpaint": {"min_support": 1, "grow_unseen": 0}})
+    url, vid = _copy(tiny_anonymized, tmp_path)
+    e = DatasetStore.open(url).video(vid)
+    cfg = _cfg(min_support=1, grow_unseen=0)
     hole = np.asarray(e.array("person_hole")).astype(bool)
     person = e.read("gt/person_mask").astype(bool)
     # every other frame shows the person outside the hole: their pixels become fill sources
@@ -53,16 +61,10 @@ def test_a_fill_made_from_a_person_the_mask_missed_is_not_excused(tiny_anonymize
 def test_without_the_person_free_check_nothing_is_excused(tiny_anonymized, tmp_path):
     """``inpaint.person_free_check: false`` (the bench: a cost only synthetic data pays) writes no
     ``fill_coincident``, and the audit then counts every pixel that looks shown."""
-    import shutil
-
-    from anonymask.config import pipeline_config
     from anonymask.tasks.common import execute_stage
 
-    url = str(tmp_path / "d.zarr")
-    shutil.copytree(tiny_anonymized, url)
-    vid = DatasetStore.open(url).video_ids()[0]
-    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
-                                   "inpaint": {"person_free_check": False}})
+    url, vid = _copy(tiny_anonymized, tmp_path)
+    cfg = _cfg(person_free_check=False)
     for s in ("inpaint", "merge", "tubelets", "conditions", "refine", "reintegrate", "audit"):
         execute_stage(url, vid, s, cfg)
     e = DatasetStore.open(url).video(vid)
@@ -73,17 +75,10 @@ def test_without_the_person_free_check_nothing_is_excused(tiny_anonymized, tmp_p
 def test_a_video_too_long_to_hold_its_person_free_fill_is_not_checked(tiny_anonymized, tmp_path, monkeypatch):
     """The person-free fill waits in memory for the real one: above ``PERSON_FREE_MAX_BYTES`` of
     frames (the scaling runs' long synthetic videos) the check is skipped, memory stays bounded."""
-    import shutil
-
-    from anonymask.config import pipeline_config
     from anonymask.tasks import inpaint
     from anonymask.tasks.common import execute_stage
 
-    url = str(tmp_path / "e.zarr")
-    shutil.copytree(tiny_anonymized, url)
-    vid = DatasetStore.open(url).video_ids()[0]
+    url, vid = _copy(tiny_anonymized, tmp_path)
     monkeypatch.setattr(inpaint, "PERSON_FREE_MAX_BYTES", 1000)
-    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"},
-                                   "inpaint": {"min_support": 4}})  # a changed setting: the stage runs again
-    execute_stage(url, vid, "inpaint", cfg)
+    execute_stage(url, vid, "inpaint", _cfg(min_support=4))  # a changed setting: the stage runs again
     assert not DatasetStore.open(url).video(vid).has_array("fill_coincident")
