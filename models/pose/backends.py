@@ -63,7 +63,8 @@ class MediapipePose:
                  detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
                  w_3d: float = 0.25, scan_rotate: int = 2,
-                 hold_motion: float = 30.0, follow_motion: float = 25.0, limb_conf: float = 0.1):
+                 hold_motion: float = 30.0, follow_motion: float = 25.0, limb_conf: float = 0.1,
+                 parts_yield: bool = True):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -93,6 +94,9 @@ class MediapipePose:
         beyond the segmentation if need be (models/pose/discover.py ``add_limbs``): 0.1 since
         2026-11-25 night (0.5 before): a leg behind a motorcycle, placed by the landmark model but
         seen at 0.2-0.5, was left out of the mask and shown.
+        ``parts_yield``: a small body the landmark model drew on a close-up's face person (on their
+        chest or hair) is not drawn there; its pixels stay removed (models/pose/estimate.py
+        ``yield_parts_to_face``); False: drawn, as before 2026-11-26.
         """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
@@ -100,7 +104,8 @@ class MediapipePose:
                             tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
                             backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads,
                             scan_rotate=int(scan_rotate), hold_motion=float(hold_motion),
-                            follow_motion=float(follow_motion), limb_conf=float(limb_conf))
+                            follow_motion=float(follow_motion), limb_conf=float(limb_conf),
+                            parts_yield=bool(parts_yield))
         self.iterations = iterations
         self.w_3d = float(w_3d)
 

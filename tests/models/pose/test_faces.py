@@ -115,3 +115,41 @@ def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
     assert tracks[0].valid.tolist() == [True, True] + [False] * 8  # hidden where the face avatar is
     assert tracks[1].valid.all() and tracks[2].valid.all()
     assert np.isfinite(boxes[0][:8]).all()  # its pixels stay removed
+
+
+def test_a_small_body_drawn_on_the_face_person_yields_but_not_a_person_with_a_face_or_beside_them(carphone):
+    """carphone: the landmark model drew small bodies on the close-up man's chest (frames 32-44)
+    and hair (96-99); their avatars stood beside the face avatar. A small body whose box is the
+    face person's segmentation yields; kept are a body with a face of its own in its box (a
+    second, smaller face pasted onto his chest: someone in front of him), a body over the
+    background beside him, and a body as tall as he is."""
+    import cv2
+
+    from anonymask.models.body.tracks import SMPLHTrack
+    from anonymask.models.pose.estimate import POSED, yield_parts_to_face
+
+    frame = carphone[0].copy()
+    finder = FaceFinder()
+    (face, _), = finder.detect(frame)
+    fx0, fy0, fx1, fy1 = (int(v) for v in face)
+    small = cv2.resize(frame[fy0:fy1, fx0:fx1], (int(0.6 * (fx1 - fx0)), int(0.6 * (fy1 - fy0))))
+    px, py = (fx0 + fx1) // 2 + 10, fy1 + 8
+    frame[py : py + small.shape[0], px : px + small.shape[1]] = small[: 144 - py]
+    assert len(finder.detect(frame)) == 2  # the man's face and the pasted one
+    mask = FaceBodyMask()(frame, face)
+    ys, xs = np.nonzero(mask >= 0.5)
+    body = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float32)
+    cx = (fx0 + fx1) / 2
+    boxes = [np.array([[cx - 30, fy1 + 10, cx - 5, fy1 + 45]], np.float32),  # on his chest
+             np.array([[px - 8, py - 6, px + small.shape[1] + 8, 144]], np.float32),  # around the pasted face
+             np.array([[2, 2, 24, 40]], np.float32),  # the seat and window beside him
+             np.array([[cx - 40, body[1], cx + 40, 144]], np.float32)]  # as tall as he is
+    tracks = [SMPLHTrack.rest(i, 1) for i in range(4)]
+    hidden = yield_parts_to_face(tracks, boxes, [POSED] * 4, 0, mask, body, face, frame, finder)
+    assert hidden == 1
+    assert [bool(tr.valid[0]) for tr in tracks] == [False, True, True, True]
+    assert np.isfinite(boxes[0]).all()  # its pixels stay removed
+    # without the face test the body in front of him would yield too: that test is what keeps it
+    tracks = [SMPLHTrack.rest(i, 1) for i in range(4)]
+    yield_parts_to_face(tracks, boxes, [POSED] * 4, 0, mask, body, face, np.zeros_like(frame), finder)
+    assert not tracks[1].valid[0]
