@@ -51,8 +51,16 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     kinds = entry.read("pose/kinds") if entry.has_array("pose/kinds") else np.zeros(len(tracks), np.int8)
     # each track's first and last pose held render.hold_ends frames (within its shot): segment
     # widens a person's hole that far past their track, and an avatar must be on it
-    tracks = [hold_ends(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots)
-              for tr, av, k in zip(tracks, avatars, kinds)]
+    # (not into frames where the body yielded to another avatar on the same person: its box is
+    # there, its pose is not)
+    yielded = [None] * len(tracks)
+    if pose_boxes is not None and len(pose_boxes) == len(tracks):
+        for j, tr in enumerate(tracks):
+            shown = np.zeros(len(pose_boxes[j]), bool)
+            shown[tr.start : tr.stop] = tr.valid
+            yielded[j] = np.isfinite(pose_boxes[j][:, 0]) & ~shown
+    tracks = [hold_ends(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots,
+                        y) for tr, av, k, y in zip(tracks, avatars, kinds, yielded)]
     t_len = entry.num_frames
     n = len(tracks)
     _, face_ids = face_landmarks(body)

@@ -285,7 +285,8 @@ class SMPLHTrack:
         )
 
 
-def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]]) -> SMPLHTrack:
+def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]],
+              yielded: np.ndarray | None = None) -> SMPLHTrack:
     """``track`` with its first pose held ``frames`` frames before its first valid frame and its
     last pose ``frames`` frames after its last one, within the shot each end lies in (``shots``:
     [start, stop) video frames; never across a cut or past the video).
@@ -293,7 +294,10 @@ def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]]) -> S
     Why: the segment stage widens each person's hole by ``segment.unflicker`` frames in time (a
     person detected a frame late is still removed in the frame before), and without an avatar
     there the person would be erased from that frame, not replaced. A track with no valid frame
-    is returned as it is."""
+    is returned as it is. ``yielded`` ((T,) bool, video frames): frames where this body's avatar
+    yields to another one that covers the person (models/pose/estimate.py ``yield_to_face``,
+    ``yield_parts_to_face``); the hold stops there (carphone: a body found on the man from
+    frame 45 was held over the face avatar's shoulder at frames 43-44, where it had yielded)."""
     idx = np.flatnonzero(track.valid)
     if frames <= 0 or idx.size == 0:
         return track
@@ -304,6 +308,14 @@ def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]]) -> S
 
     a = max(shot_of(first)[0], first - int(frames))
     b = min(shot_of(last)[1], last + 1 + int(frames))
+    if yielded is not None:
+        y = np.asarray(yielded, bool)
+        before = np.flatnonzero(y[a:first])
+        after = np.flatnonzero(y[last + 1 : b])
+        if before.size:
+            a = a + int(before[-1]) + 1
+        if after.size:
+            b = last + 1 + int(after[0])
     # rows outside the compact track repeat its nearest row: the first or last pose, held
     out = track.compact().window(a, b)
     out.valid[: first - a] = True

@@ -119,3 +119,19 @@ def test_hold_ends_holds_the_edge_poses_within_the_shot():
     assert hold_ends(tr, 0, [(0, 30)]) is tr
     never = tr.slice(slice(0, 5)).invalid()
     assert hold_ends(never, 2, [(0, 30)]).valid.sum() == 0
+
+
+def test_hold_ends_does_not_hold_into_frames_where_the_body_yielded():
+    """carphone: a body found on the man from frame 45 had yielded to the face avatar at 42-44;
+    its first pose, held two frames back, stood over the face avatar's shoulder there."""
+    tr = SMPLHTrack.rest(0, 30)
+    tr.valid[:] = False
+    tr.valid[12:20] = True
+    yielded = np.zeros(30, bool)
+    yielded[10:12] = True  # just before its first shown frame
+    held = hold_ends(tr, 3, [(0, 30)], yielded)
+    assert held.start == 12 and held.stop == 23  # the end is held, the start is not
+    yielded[:] = False
+    yielded[8] = True  # further back than the hold reaches: no effect
+    held = hold_ends(tr, 3, [(0, 30)], yielded)
+    assert held.start == 9 and held.stop == 23
