@@ -291,7 +291,7 @@ def yield_parts_to_face(tracks: list, boxes: list, kinds: list, t: int, face_mas
       IoU >= 0.3 with ``face``, does not count). A person in front of the face person has one.
     In place; returns the number of bodies hidden in frame ``t``."""
     from anonymask.models.metrics import box_iou
-    from anonymask.models.pose.faces import FaceFinder
+    from anonymask.models.pose.faces import FaceFinder, explained
 
     fh = float(face_body[3] - face_body[1])
     h, w = face_mask.shape
@@ -310,7 +310,7 @@ def yield_parts_to_face(tracks: list, boxes: list, kinds: list, t: int, face_mas
             continue
         if faces is None:
             faces = [fb for fb, _ in (finder or FaceFinder()).detect(frame) if box_iou(fb, face) < 0.3]
-        if any(b[0] <= (f[0] + f[2]) / 2 <= b[2] and b[1] <= (f[1] + f[3]) / 2 <= b[3] for f in faces):
+        if any(explained(f, [b], grow=0.0) for f in faces):  # a face of its own in its box
             continue
         tr.valid[t - tr.start] = False
         hidden += 1
