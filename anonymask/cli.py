@@ -45,6 +45,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     _print_verify(res, args.json and not args.repair)
     if not args.repair or res.ok:
         return 0 if res.ok else EXIT_SOME_FAILED
+    from anonymask.prefect_startup import prepare_database
+
+    prepare_database()
     from anonymask.flows.repair import repair_store
     from anonymask.runlog import run_log
 
@@ -107,6 +110,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     check_weights(cfg)  # a missing weight file too (MissingWeightsError), before any video is touched
     if args.videos:
         _check_video_ids(args.dataset, args.source, args.videos)
+    from anonymask.prefect_startup import prepare_database
+
+    prepare_database()
     from anonymask.flows.anonymize import anonymize
 
     runner_overrides = {k: v for k, v in (("video_memory_gb", args.video_memory_gb),
@@ -284,6 +290,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError) as err:
         print(f"anonymask train: error: {err}", file=sys.stderr)
         return 2
+    from anonymask.prefect_startup import prepare_database
+
+    prepare_database()
     state = train(
         mode=args.mode, dataset=args.dataset, store=args.store, epsilon=args.epsilon, variant=args.variant,
         mask_source=args.mask_source, overrides=overrides, run_name=args.run_name,
@@ -315,6 +324,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_train_skeleton_anon(args: argparse.Namespace) -> int:
+    from anonymask.prefect_startup import prepare_database
+
+    prepare_database()
     from anonymask.flows.skeleton import train_skeleton_anon
 
     res = train_skeleton_anon(dataset=args.dataset, source=args.source, store=args.store, out=args.out,
@@ -501,12 +513,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import os
+    from anonymask.prefect_startup import configure_prefect_env, startup_errors
 
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry attempts offline
+    configure_prefect_env()  # before anything imports prefect: its settings are read at import
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with startup_errors():
+            return int(args.func(args) or 0)
     except (AnonymaskError, ValueError) as e:
         print(f"anonymask: error: {e}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN

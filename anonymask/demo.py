@@ -34,6 +34,9 @@ def run_demo(root: Path, anonymize: bool = True, seed: int = 0, preset: str = "d
         print(f"[demo] store with {len(ds.video_ids())} videos at {store_url}")
         return 0
 
+    from anonymask.prefect_startup import prepare_database
+
+    prepare_database()
     from anonymask.flows.anonymize import anonymize as anonymize_flow
 
     print(f"[demo] anonymizing into {store_url} (Prefect, in-process) ...", flush=True)
