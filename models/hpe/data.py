@@ -147,6 +147,14 @@ class PoseCrops:
         """(images (N,3,H,W) float, ImageNet-normalised; targets (N,K,3) = x, y, visible)."""
         return images_to_tensor(self.images), targets_tensor(self.keypoints, self.visible)
 
+    def record_ids(self, record: str = "video") -> list[str]:
+        """The record each crop belongs to: its video, or (``"track"``) its person in its video."""
+        if record == "video":
+            return [str(v) for v in self.video_ids]
+        if record == "track":
+            return [f"{v}/{int(p)}" for v, p in zip(self.video_ids, self.persons)]
+        raise ValueError(f"record must be 'video' or 'track', got {record!r}")
+
     def fingerprint_items(self) -> list[tuple]:
         return [(str(v), int(f), int(p)) for v, f, p in zip(self.video_ids, self.frames, self.persons)]
 

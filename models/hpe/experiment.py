@@ -10,7 +10,12 @@ Initial backbone for "frozen" and "finetune": the TinyViT ImageNet file when pre
 ($ANONYMASK_WEIGHTS/hpe/tiny_vit_5m_224.pth); otherwise random, or, with
 ``--public-pretrain-epochs N``, a backbone trained non-privately on the public crops (public data
 costs no privacy), standing in for the missing ImageNet weights. "scratch" always starts random.
-Noise is seeded (``--seed``) so a table can be reproduced; a real private run would use OS entropy.
+
+Randomness: ``--seed`` fixes only PUBLIC choices (dataset generation, which videos are public,
+model init). The private streams (noise, private sampling, the psi batch) come from OS entropy,
+as in a real private run, unless ``--private-seed S`` asks for a reproducible table; the three
+streams then get pairwise different seeds derived from S (``experiment_seeds``) and the reports
+say the guarantee holds only while S stays secret. The record is a video: epsilon is per video.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from anonymask.models.privacy.seeds import stream_seed
 
 from .data import PoseCrops, load_pose_crops, split_public
 from .model import PoseModelConfig, build_pose_model
@@ -45,6 +52,15 @@ def load_experiment_data(
     test = load_pose_crops(root, "test", "xsub", input_size, keypoints, test_frame_stride or frame_stride)
     private, public = split_public(train, public_fraction, seed)
     return private, public, test
+
+
+def experiment_seeds(private_seed: int | None) -> dict[str, int | None]:
+    """The trainer's noise / sampling / public seeds for one experiment: all None (OS entropy)
+    unless ``private_seed`` is given, then three pairwise different seeds derived from it (one
+    per stream; the old code gave noise and sampling the same seed, which made them one stream)."""
+    if private_seed is None:
+        return {"noise_seed": None, "sampling_seed": None, "public_seed": None}
+    return {f"{name}_seed": stream_seed(int(private_seed), name) for name in ("noise", "sampling", "public")}
 
 
 def _pretrain_on_public(config: PoseModelConfig, public: PoseCrops, epochs: float, base: dict, seed: int) -> dict:
@@ -70,6 +86,7 @@ def run_hpe_experiment(
     public_fraction: float = 0.2,
     public_pretrain_epochs: float = 0.0,
     seed: int = 0,
+    private_seed: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[dict]:
     """One row per (strategy, mode, epsilon); non-private runs once per strategy (epsilon inf).
@@ -87,9 +104,8 @@ def run_hpe_experiment(
         )
     if private.keypoints.shape[1] != config.num_keypoints:
         raise ValueError(f"crops have {private.keypoints.shape[1]} keypoints, the model config {config.num_keypoints}")
-    # seeded noise and sampling: a table can be reproduced (a real private run leaves them to the OS)
-    base = {"epochs": float(epochs), "seed": seed, "noise_seed": seed, "sampling_seed": seed,
-            "public_seed": seed + 1, **(train_overrides or {})}  # fmt: skip
+    # private streams from the OS unless private_seed asks for a reproducible table (pairwise different)
+    base = {"epochs": float(epochs), "seed": seed, **experiment_seeds(private_seed), **(train_overrides or {})}
 
     init = build_pose_model(config, weights, seed=seed)
     pretrained_state = {k: v.clone() for k, v in init.backbone.state_dict().items()}
@@ -111,9 +127,11 @@ def run_hpe_experiment(
                 )
                 result = train_pose_model(model, private, cfg, public=public, test=test)
                 row = result.summary()
+                # no private-set size: it is a function of the private data outside the accountant
                 row.update({
-                    "epsilon_target": eps, "backbone_init": model.backbone_init, "n_private": len(private),
-                    "n_public": len(public), "n_test": len(test), "epochs": float(epochs),
+                    "epsilon_target": eps, "backbone_init": model.backbone_init, "n_public": len(public),
+                    "n_test": len(test), "epochs": float(epochs), "private": result.privacy.get("private"),
+                    "record": result.privacy.get("record"),
                 })  # fmt: skip
                 rows.append(row)
                 if progress is not None:
@@ -135,7 +153,8 @@ def results_table(rows: Sequence[dict], metric: str = "pckh", percent: bool = Tr
     keys: list[tuple[str, str]] = []
     cells: dict[tuple[str, str, float], float] = {}
     for r in rows:
-        key = (r["strategy"], r["mode"])
+        mode = r["mode"] if r.get("private", True) or r["mode"] == "nonprivate" else f"{r['mode']} (not private)"
+        key = (r["strategy"], mode)
         if key not in keys:
             keys.append(key)
         cells[(*key, float(r["epsilon_target"]))] = r.get(metric, float("nan"))
@@ -192,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="default: tiny for the tiny/demo presets, tiny_vit_5m_224 otherwise")
     p.add_argument("--input-size", nargs=2, type=int, default=None, metavar=("H", "W"))
     p.add_argument("--weights", default="auto", help="auto | pretrained | random | path to a timm state dict")
-    p.add_argument("--batch-size", type=float, default=16.0, help="expected (Poisson) batch size")
+    p.add_argument("--batch-size", type=float, default=16.0, help="expected (Poisson) batch size, in records (videos)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--optimizer", default="adam", choices=("adam", "sgd"))
     p.add_argument("--clip", type=float, default=1.0, help="per-sample clip norm C")
@@ -207,7 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--public-pretrain-epochs", type=float, default=0.0)
     p.add_argument("--chunk-size", type=int, default=None, help="vmap chunk for per-sample gradients (memory)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="public choices only: data, public videos, model init")
+    p.add_argument("--private-seed", type=int, default=None,
+                   help="fix the noise/sampling/psi streams (pairwise different seeds derived from it); "
+                        "default: OS entropy, as a private run should")  # fmt: skip
     p.add_argument("--json", help="write the rows here")
     p.add_argument("--markdown", help="write the tables here")
     a = p.parse_args(argv)
@@ -236,11 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run_hpe_experiment(
         root, a.strategies, a.modes, a.epsilons, a.epochs, model_config=config, weights=a.weights,
         train_overrides=overrides, frame_stride=a.frame_stride, public_fraction=a.public_fraction,
-        public_pretrain_epochs=a.public_pretrain_epochs, seed=a.seed, progress=lambda s: print(s, file=sys.stderr),
+        public_pretrain_epochs=a.public_pretrain_epochs, seed=a.seed, private_seed=a.private_seed,
+        progress=lambda s: print(s, file=sys.stderr),
     )  # fmt: skip
     text = (
         f"PCKh@0.5 (%) on the xsub test crops; preset {a.preset}, backbone {backbone} {size[0]}x{size[1]}, "
-        f"{a.epochs:g} epochs, C={a.clip}, delta={a.delta}, {a.accountant}\n\n"
+        f"{a.epochs:g} epochs, C={a.clip}, delta={a.delta}, {a.accountant}; epsilon per video (record = video); "
+        f"private streams: {'OS entropy' if a.private_seed is None else 'fixed by --private-seed'}\n\n"
         + results_table(rows) + "\n\n" + results_details(rows) + "\n"
     )  # fmt: skip
     print(text)

@@ -24,6 +24,13 @@ identifies a person is what blur removes) and the held-out public crops (data.sp
 any crops passed as ``public``, e.g. anonymized renders). The guarantee covers the raw pixels of
 the private crops; labels are treated as public, as in the privacy module.
 
+The record (what one epsilon protects) is a VIDEO by default (``record="track"``: one person's
+track in one video): Poisson sampling draws records, every crop of a drawn record enters the
+batch, and the record's gradient (the mean over its crops) is clipped once, so epsilon is per
+video, never per frame. Noise, private sampling and the psi batch come from three independent
+streams (models/privacy/seeds.py), seeded from the OS unless fixed explicitly and pairwise
+differently.
+
 Per-sample gradients use torch.func (models/privacy/clipping.py), not Opacus: TinyViT's attention
 keeps a trainable bias table on a module whose children also train, which Opacus' hooks would
 get wrong (``check_opacus_compatible``).
@@ -45,14 +52,16 @@ from anonymask.models.privacy.accountant import Accountant, sigma_for_epsilon
 from anonymask.models.privacy.clipping import summed_grads, write_grads
 from anonymask.models.privacy.fpdp import PublicSubspace, check_psi_blur, gaussian_blur_video
 from anonymask.models.privacy.mechanism import Inputs, PrivateStep, StepParts
-from anonymask.models.privacy.report import PrivacyReport, dataset_fingerprint
-from anonymask.models.privacy.sampler import PoissonBatchSampler, epochs_to_steps, os_seed
+from anonymask.models.privacy.report import PrivacyReport
+from anonymask.models.privacy.sampler import PoissonBatchSampler, epochs_to_steps, record_groups
+from anonymask.models.privacy.seeds import check_fixed_seeds, resolve_streams, seeds_record
 
 from .data import PoseCrops
 from .metrics import mean_error, pck_bbox, pckh
 from .model import STRATEGIES, PoseModel, decode, simcc_loss_fn
 
 MODES = ("nonprivate", "dpsgd", "projdp", "featdp", "fpdp")
+RECORDS = ("video", "track")
 PRIVATE_MODES = MODES[1:]
 NEEDS_PUBLIC_SET = ("projdp", "fpdp")
 NEEDS_PSI = ("featdp", "fpdp")
@@ -63,7 +72,8 @@ class HPETrainConfig:
     strategy: str = "finetune"
     mode: str = "nonprivate"
     epochs: float = 10.0
-    batch_size: float = 32.0  # EXPECTED batch size q*N (Poisson sampling in every mode)
+    batch_size: float = 32.0  # EXPECTED number of RECORDS per step, q*N (Poisson sampling in every mode)
+    record: str = "video"  # what epsilon protects: a video, or one person's track in a video
     lr: float = 1e-3
     optimizer: str = "adam"  # adam | sgd
     momentum: float = 0.9
@@ -84,7 +94,7 @@ class HPETrainConfig:
     seed: int = 0  # public-set draws for the subspace (public data, not secret)
     sampling_seed: int | None = None  # private Poisson sampling; None: OS entropy (a real private run)
     public_seed: int | None = None  # the psi batch's own sampler; None: OS entropy
-    noise_seed: int | None = None  # None: OS entropy (a real private run)
+    noise_seed: int | None = None  # None: OS entropy (a real private run); fixed seeds pairwise different
     chunk_size: int | None = None  # vmap chunk (memory bound of per-sample gradients)
     eval_every: int = 1  # epochs between test evaluations (0: only at the end)
     device: str = "auto"
@@ -106,6 +116,9 @@ class HPETrainConfig:
             raise ValueError(f"accounting must be sound or paper, got {self.accounting!r}")
         if self.accounting == "paper" and self.mode not in NEEDS_PSI:
             raise ValueError(f"accounting=paper reproduces the same-batch psi term of {NEEDS_PSI}, not {self.mode}")
+        if self.record not in RECORDS:
+            raise ValueError(f"record must be one of {RECORDS}, got {self.record!r}")
+        check_fixed_seeds({"noise": self.noise_seed, "sampling": self.sampling_seed, "public": self.public_seed})
 
 
 @dataclass
@@ -199,20 +212,31 @@ def psi_description(cfg: HPETrainConfig, input_size: tuple[int, int]) -> tuple[f
     return sigma, check_psi_blur(sigma, input_size, cfg.blur_allow_weak)
 
 
-def _noise_generator(cfg: HPETrainConfig, device: torch.device) -> torch.Generator:
+def _noise_generator(seed: int, device: torch.device) -> torch.Generator:
     gen = torch.Generator(device=device)
-    seed = cfg.noise_seed if cfg.noise_seed is not None else os_seed()
     gen.manual_seed(int(seed))
     return gen
 
 
-def _psi_batch_indices(cfg: HPETrainConfig, n: int, q: float, steps: int):
-    """Indices of the public psi batch of each step: an independent Poisson draw (sound), or None
-    when the private batch itself is used (the paper's accounting)."""
+def _psi_batch_records(cfg: HPETrainConfig, n: int, q: float, steps: int, seed: int):
+    """Records of the public psi batch of each step: an independent Poisson draw from the public
+    stream (sound), or None when the private batch itself is used (the paper's accounting)."""
     if cfg.mode not in NEEDS_PSI or cfg.accounting == "paper":
         return None
-    seed = cfg.public_seed if cfg.public_seed is not None else os_seed()
     return iter(PoissonBatchSampler(n, q, steps=steps, seed=seed))
+
+
+def expand_records(records: list[int], groups: list[list[int]]) -> tuple[list[int], list[int], list[float]]:
+    """(crop indices, local record id 0..R-1 of each crop, weight 1/|record| of each crop) of the
+    drawn ``records``: every crop of a drawn record goes in, and the weights make a record's loss
+    the mean over its crops."""
+    idx, local, weights = [], [], []
+    for j, r in enumerate(records):
+        g = groups[r]
+        idx += g
+        local += [j] * len(g)
+        weights += [1.0 / len(g)] * len(g)
+    return idx, local, weights
 
 
 # --------------------------------------------------------------------------- one step's gradient
@@ -222,8 +246,11 @@ class StepInputs:
 
     x: Tensor
     y: Tensor
+    weights: Tensor | None = None  # 1/|record| per crop (a record's loss = mean over its crops)
+    records: Tensor | None = None  # local record id per crop: the clip bounds a record
     psi_x: Tensor | None = None  # public features psi(x) of the PUBLIC batch (featdp, fpdp)
     psi_y: Tensor | None = None
+    psi_weights: Tensor | None = None
     public_x: Tensor | None = None  # public set (for the subspace), drawn when due
     public_y: Tensor | None = None
 
@@ -233,14 +260,21 @@ class GradientRule:
     privacy module's one private step (models/privacy/mechanism.py) for every DP mode."""
 
     def __init__(self, cfg: HPETrainConfig, loss_fn: Callable, sigma: float, expected_batch_size: float,
-                 device: torch.device, ledger: Accountant | None = None, sample_rate: float | None = None):  # fmt: skip
+                 device: torch.device, ledger: Accountant | None = None, sample_rate: float | None = None,
+                 noise_seed: int | None = None):  # fmt: skip
+        """``noise_seed``: the noise stream's generator seed (default: the config's, stream-derived,
+        or OS entropy)."""
         self.cfg, self.loss_fn, self.sigma, self.eb = cfg, loss_fn, sigma, expected_batch_size
         self.mode = cfg.mode
         self.step_fn: PrivateStep | None = None
+        self.last_records: list[int] | None = None  # records of the last private batch (tests only)
+        self.last_psi_records: list[int] | None = None
+        if noise_seed is None:
+            noise_seed = resolve_streams(cfg.noise_seed, None, None)["noise"]
         if self.mode in PRIVATE_MODES:
             self.step_fn = PrivateStep(
                 self.mode, max_grad_norm=cfg.max_grad_norm, noise_multiplier=sigma,
-                expected_batch_size=expected_batch_size, generator=_noise_generator(cfg, device),
+                expected_batch_size=expected_batch_size, generator=_noise_generator(noise_seed, device),
                 subspace_k=cfg.subspace_k, subspace_refresh=cfg.subspace_refresh, public_weight=cfg.public_weight,
                 loss_fn=loss_fn, chunk_size=cfg.chunk_size, accountant=ledger, sample_rate=sample_rate,
             )  # fmt: skip
@@ -261,9 +295,10 @@ class GradientRule:
         if self.step_fn is None:  # non-private: mean over the realised batch
             n = max(int(inp.x.shape[0]), 1)
             return {k: g / n for k, g in summed_grads(net, inp.x, inp.y, params, loss_fn=self.loss_fn).items()}
-        public = Inputs(inp.psi_x, inp.psi_y) if self.step_fn.needs_public_batch else None
+        public = Inputs(inp.psi_x, inp.psi_y, weights=inp.psi_weights) if self.step_fn.needs_public_batch else None
         subspace_set = Inputs(inp.public_x, inp.public_y) if inp.public_x is not None else None
-        self.last_parts = self.step_fn.parts(net, params, Inputs(inp.x, inp.y), public, subspace_set)
+        private = Inputs(inp.x, inp.y, weights=inp.weights, records=inp.records)
+        self.last_parts = self.step_fn.parts(net, params, private, public, subspace_set)
         return self.last_parts.combined(self.eb)
 
 
@@ -274,17 +309,23 @@ def _optimizer(cfg: HPETrainConfig, params: list[Tensor]) -> torch.optim.Optimiz
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
-def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float, fingerprint: str,
+def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float,
                     psi: dict | None = None) -> dict:  # fmt: skip
+    """The run's report. No dataset fingerprint and no realised counts: both are functions of the
+    private data outside the accountant (DESIGN.md invariant 12)."""
+    seeds = seeds_record(cfg.noise_seed, cfg.sampling_seed, cfg.public_seed)
     if cfg.mode == "nonprivate" or ledger is None:
-        return PrivacyReport.nonprivate(steps, fingerprint, q).to_dict()
+        rep = PrivacyReport.nonprivate(steps, "", q)
+        rep.record, rep.seeds = cfg.record, seeds
+        return rep.to_dict()
     public_term = None
     if cfg.mode in NEEDS_PSI:
-        drawn = "an independent Poisson batch of the crops" if cfg.accounting == "sound" else "the private batch itself"
+        drawn = (f"an independent Poisson batch of the {cfg.record}s (its own random stream)"
+                 if cfg.accounting == "sound" else "the private batch itself")  # fmt: skip
         public_term = f"psi(x) (Gaussian blur), noise-free, on {drawn}"
     rep = PrivacyReport.from_accountant(
-        cfg.mode, ledger, cfg.delta, cfg.max_grad_norm, accounting=cfg.accounting, record="crop",
-        public_term=public_term, psi=psi, dataset_fingerprint=fingerprint, compare_with=(),
+        cfg.mode, ledger, cfg.delta, cfg.max_grad_norm, accounting=cfg.accounting, record=cfg.record,
+        public_term=public_term, psi=psi, compare_with=(), seeds=seeds,
         fixed_seeds=tuple(name for name in ("noise_seed", "sampling_seed") if getattr(cfg, name) is not None),
     )  # fmt: skip
     return rep.to_dict()
@@ -316,13 +357,16 @@ def train_pose_model(
     model.set_trainable(cfg.strategy)
     loss_fn = simcc_loss_fn(model.config)
 
-    n = len(train)
+    # crops of each record (video or track); non-private runs protect nothing and sample crops
+    groups = [[i] for i in range(len(train))] if cfg.mode == "nonprivate" else record_groups(train.record_ids(cfg.record))
+    n = len(groups)  # N counts RECORDS: q, the expected batch and epsilon are per record
     q = min(1.0, cfg.batch_size / n)
     steps = epochs_to_steps(cfg.epochs, q)
     steps_per_epoch = max(1, int(round(1.0 / q)))
     sigma = calibrate_sigma(cfg, q, steps)
     ledger = Accountant(*_ledger_kind(cfg)) if cfg.mode in PRIVATE_MODES else None
-    rule = GradientRule(cfg, loss_fn, sigma, q * n, device, ledger, q)
+    streams = resolve_streams(cfg.noise_seed, cfg.sampling_seed, cfg.public_seed)
+    rule = GradientRule(cfg, loss_fn, sigma, q * n, device, ledger, q, noise_seed=streams["noise"])
 
     # inputs of the trained net: images, or fixed backbone features under the frozen strategy
     x_all, y_all = train.tensors()
@@ -347,19 +391,27 @@ def train_pose_model(
 
     params = {k: p for k, p in net.named_parameters() if p.requires_grad}
     optimizer = _optimizer(cfg, list(params.values()))
-    sampler = PoissonBatchSampler(n, q, steps=steps, seed=cfg.sampling_seed)  # None: OS entropy
-    psi_batches = _psi_batch_indices(cfg, n, q, steps)
-    public_rng = np.random.default_rng([cfg.seed, 0x9B])
-    fingerprint = dataset_fingerprint(train.fingerprint_items())
+    sampler = PoissonBatchSampler(n, q, steps=steps, seed=streams["sampling"])  # records, not crops
+    psi_batches = _psi_batch_records(cfg, n, q, steps, streams["public"])
+    public_rng = np.random.default_rng([cfg.seed, 0x9B])  # the public set's draws (public data)
+
+    def as_tensor(values, dtype=torch.long):
+        return torch.as_tensor(values, dtype=dtype, device=device)
 
     history: list[dict] = []
     loss_sum, loss_count = 0.0, 0
-    for step, idx_list in enumerate(sampler):
-        idx = torch.as_tensor(idx_list, dtype=torch.long, device=device)
-        inp = StepInputs(x_all[idx], y_all[idx])
-        if psi_all is not None:  # the public psi batch: independent of idx unless accounting=paper
-            pidx = idx if psi_batches is None else torch.as_tensor(next(psi_batches), dtype=torch.long, device=device)
-            inp.psi_x, inp.psi_y = psi_all[pidx], y_all[pidx]
+    for step, records in enumerate(sampler):
+        idx_list, local, weights = expand_records(records, groups)
+        idx = as_tensor(idx_list)
+        inp = StepInputs(x_all[idx], y_all[idx], as_tensor(weights, torch.float32), as_tensor(local))
+        rule.last_records = rule.last_psi_records = records
+        if psi_all is not None:  # the public psi batch: independent of the private one unless accounting=paper
+            pidx, pweights = idx, inp.weights
+            if psi_batches is not None:
+                rule.last_psi_records = next(psi_batches)
+                pidx_list, _, pw = expand_records(rule.last_psi_records, groups)
+                pidx, pweights = as_tensor(pidx_list), as_tensor(pw, torch.float32)
+            inp.psi_x, inp.psi_y, inp.psi_weights = psi_all[pidx], y_all[pidx], pweights
         if rule.needs_public_set(step):
             m = min(cfg.subspace_samples, pub_x.shape[0])
             pick = torch.as_tensor(np.sort(public_rng.choice(pub_x.shape[0], m, replace=False)), device=device)
@@ -392,7 +444,7 @@ def train_pose_model(
 
     final = {k[5:]: v for k, v in history[-1].items() if k.startswith("test_")} if history else {}
     return HPETrainResult(
-        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, fingerprint, psi),
+        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, psi),
         sigma=sigma, steps=steps, sample_rate=q, seconds=time.perf_counter() - t0, final=final,
     )  # fmt: skip
 

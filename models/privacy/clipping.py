@@ -137,6 +137,21 @@ def clip_per_sample(grads: Mapping[str, Tensor], max_norm: float) -> tuple[Grads
     return clipped, norms
 
 
+def sum_by_record(grads: Mapping[str, Tensor], records: Tensor) -> Grads:
+    """(B, ...) per-sample gradients -> (R, ...) per-record sums, ``records`` (B,) in 0..R-1.
+
+    Why: when a record (a video) owns several samples (its frames), the unit the clip must bound
+    is the record, so its samples' gradients are added BEFORE clipping, never clipped one by one.
+    """
+    records = records.to(torch.long)
+    count = int(records.max()) + 1 if records.numel() else 0
+    out = {}
+    for n, g in grads.items():
+        acc = torch.zeros((count, *g.shape[1:]), dtype=g.dtype, device=g.device)
+        out[n] = acc.index_add_(0, records.to(g.device), g)
+    return out
+
+
 def sum_over_batch(grads: Mapping[str, Tensor]) -> Grads:
     return {n: g.sum(dim=0) for n, g in grads.items()}
 

@@ -26,6 +26,7 @@ from .clipping import (
     cross_entropy_per_sample,
     gaussian_noise_like,
     per_sample_grads,
+    sum_by_record,
     sum_over_batch,
 )
 
@@ -77,9 +78,16 @@ def private_noisy_sum(
     weights: Tensor | None = None,
     loss_fn: LossFn = cross_entropy_per_sample,
     chunk_size: int | None = None,
+    records: Tensor | None = None,
 ) -> NoisySum:
-    """Per-sample grads -> flat clip to C -> sum -> + N(0, (sigma C)^2). Empty batches get noise too."""
+    """Per-sample grads -> flat clip to C -> sum -> + N(0, (sigma C)^2). Empty batches get noise too.
+
+    ``records`` (B,): the record (0..R-1) each sample belongs to; the samples of one record are
+    summed first and the record's gradient is clipped once (``norms`` are then per record).
+    """
     per = per_sample_grads(model, x, y, params, token_keep=token_keep, weights=weights, loss_fn=loss_fn, chunk_size=chunk_size)
+    if records is not None:
+        per = sum_by_record(per, records)
     clipped, norms = clip_per_sample(per, max_grad_norm)
     total = sum_over_batch(clipped)
     std = noise_multiplier * max_grad_norm if noise_multiplier > 0 else 0.0

@@ -82,19 +82,22 @@ class Inputs:
     """A batch as the trained net sees it: inputs, labels, optional token mask and sample weights.
 
     ``weights`` (B,) scales each sample's loss; a sample of weight 0 contributes exactly nothing
-    (it is dropped before any computation).
+    (it is dropped before any computation). ``records`` (B,) long: the record (0..R-1) each
+    sample belongs to when a record owns several samples; the private sum then clips each
+    record's summed gradient once (the clip bounds a record, not a sample).
     """
 
     x: Tensor
     y: Tensor
     token_keep: Tensor | None = None
     weights: Tensor | None = None
+    records: Tensor | None = None
 
     def __post_init__(self) -> None:
         b = int(self.y.shape[0])
         if int(self.x.shape[0]) != b:
             raise ValueError(f"inputs hold {self.x.shape[0]} samples but {b} labels")
-        for name, t in (("token_keep", self.token_keep), ("weights", self.weights)):
+        for name, t in (("token_keep", self.token_keep), ("weights", self.weights), ("records", self.records)):
             if t is not None and int(t.shape[0]) != b:
                 raise ValueError(f"{name} has {t.shape[0]} rows for a batch of {b}")
         if self.token_keep is not None and self.token_keep.dtype != torch.bool:
@@ -106,7 +109,7 @@ class Inputs:
 
     def select(self, rows: Tensor) -> Inputs:
         pick = (lambda t: None if t is None else t[rows])  # noqa: E731
-        return Inputs(self.x[rows], self.y[rows], pick(self.token_keep), pick(self.weights))
+        return Inputs(self.x[rows], self.y[rows], pick(self.token_keep), pick(self.weights), pick(self.records))
 
     def nonzero(self) -> Inputs:
         """The samples with a non-zero weight (all of them when unweighted)."""
@@ -234,6 +237,7 @@ class PrivateStep:
         release = private_noisy_sum(
             net, params, private.x, private.y, self.C, self.sigma, self.generator,
             token_keep=private.token_keep, weights=private.weights, loss_fn=self.loss_fn, chunk_size=self.chunk_size,
+            records=private.records,
         )  # fmt: skip
         released = release.released()
         if self.subspace is not None:

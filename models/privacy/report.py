@@ -72,7 +72,13 @@ class PrivacyReport:
     psi: dict | None = None  # FP-DP's public feature map
     labels: str = "private"  # "public" when the noise-free public term uses them
     mask_policy: str | None = None
+    #: kept in the (private) checkpoint only: ``published()`` drops it, since a hash of ids and
+    #: labels tells neighbouring datasets apart
     dataset_fingerprint: str = ""
+    #: how the noise / sampling / public streams were seeded (models/privacy/seeds.py), never the values
+    seeds: dict | None = None
+    #: data used WITHOUT protection, named (e.g. FP-DP's holdout: {"unprotected_videos": [...]})
+    disclosures: dict = field(default_factory=dict)
     #: epsilon of the same history under other accountants (e.g. {"pld": 3.98}), or, for the
     #: paper's accounting, what a sound analysis gives for that same-batch mechanism
     epsilon_other: dict[str, float] = field(default_factory=dict)
@@ -110,6 +116,8 @@ class PrivacyReport:
         not_private_reason: str | None = None,
         notes: Sequence[str] = (),
         fixed_seeds: Sequence[str] = (),
+        seeds: dict | None = None,
+        disclosures: dict | None = None,
     ) -> PrivacyReport:
         """Report of a private run from its ledger.
 
@@ -147,9 +155,11 @@ class PrivacyReport:
             )
             if private and fixed_seeds:
                 guarantee += f"; holds only while the fixed {' and '.join(fixed_seeds)} stay secret"
-        if psi and psi.get("below_paper_floor"):
-            notes.append(f"psi is a blur below the paper's (sigma {psi.get('sigma_px')} px < {psi.get('floor_px')} px): "
-                         "the public features keep more of the private detail")
+        if psi and psi.get("below_paper_floor") and not not_private_reason:
+            not_private_reason = (
+                f"psi is a blur below the paper's floor (sigma {psi.get('sigma_px')} px < {psi.get('floor_px')} px): "
+                "the 'public' features psi(x) carry the private detail the guarantee claims to protect"
+            )
         if not_private_reason:
             notes.append(f"nominal epsilon of the private part alone: {eps:.4g}")
             eps, private, guarantee = math.inf, False, f"none: {not_private_reason}"
@@ -159,6 +169,7 @@ class PrivacyReport:
             guarantee=guarantee, record=record, public_term=public_term, psi=psi,
             labels="public" if mode in LABELS_PUBLIC else "private", mask_policy=mask_policy,
             dataset_fingerprint=dataset_fingerprint, epsilon_other=others, history=history, notes=notes,
+            seeds=seeds, disclosures=dict(disclosures or {}),
         )  # fmt: skip
 
     @classmethod
@@ -188,8 +199,22 @@ class PrivacyReport:
         data["history"] = [(float(q), float(s), int(n)) for q, s, n in data.get("history", [])]
         return cls(**data)
 
+    def published(self) -> dict:
+        """``to_dict()`` less what must stay private (the dataset fingerprint): what privacy.json,
+        result.md and experiment tables may carry."""
+        return published_privacy(self.to_dict())
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
+
+
+#: report fields that are functions of the private data outside the accountant
+PRIVATE_FIELDS = ("dataset_fingerprint",)
+
+
+def published_privacy(report: dict) -> dict:
+    """A report dict without its private fields (for privacy.json, result.md, tables)."""
+    return {k: v for k, v in report.items() if k not in PRIVATE_FIELDS}
 
 
 def dataset_fingerprint(items: Iterable[str | tuple]) -> str:

@@ -122,8 +122,8 @@ def test_feature_dp_adds_the_noise_free_public_gradient(tiny_crops):
     assert float(flatten(public).norm()) > 100 * C  # the public part is not clipped
 
 
-def test_dp_run_spends_the_target_epsilon_epoch_by_epoch(tiny_crops):
-    train, test = tiny_crops
+def test_dp_run_spends_the_target_epsilon_epoch_by_epoch(tiny_records):
+    train, test = tiny_records
     private, public = split_public(train, 0.3)
     cfg = HPETrainConfig(strategy="frozen", mode="fpdp", epochs=3, batch_size=4, target_epsilon=2.0, delta=1e-5,
                          subspace_k=4, subspace_refresh=2, noise_seed=0)  # fmt: skip
@@ -133,7 +133,10 @@ def test_dp_run_spends_the_target_epsilon_epoch_by_epoch(tiny_crops):
     assert 2.0 * 0.99 <= eps[-1] <= 2.0 + 1e-9
     report = result.privacy
     assert report["mode"] == "fpdp" and report["steps"] == result.steps
-    assert report["q"] == pytest.approx(4 / len(private)) and math.isclose(report["sigma"], result.sigma)
+    videos = len(set(private.video_ids.tolist()))
+    assert videos < len(private)  # q counts records (videos), not crops
+    assert report["q"] == pytest.approx(4 / videos) and math.isclose(report["sigma"], result.sigma)
+    assert report["record"] == "video" and "per video" in report["guarantee"]
     assert 0.0 <= result.final["pckh"] <= 1.0
 
 
@@ -158,39 +161,41 @@ def _run(tiny_crops, mode="featdp", **kw):
     return result, seen
 
 
-def test_psi_term_is_drawn_independently_of_the_private_batch(tiny_crops):
+def test_psi_term_is_drawn_independently_of_the_private_batch(tiny_records):
     """Invariant 8 through the pose trainer: other private draws, same public seed -> the same
     noise-free psi terms at every step; the paper's same-batch term follows the private draw."""
-    _, a = _run(tiny_crops, sampling_seed=1)
-    _, b = _run(tiny_crops, sampling_seed=5)
+    _, a = _run(tiny_records, sampling_seed=1)
+    _, b = _run(tiny_records, sampling_seed=5)
     assert len(a) == len(b) > 3
     assert any(pa.private_norms.shape != pb.private_norms.shape for pa, pb in zip(a, b))  # other batches
     for pa, pb in zip(a, b):
         assert all(torch.equal(pa.public_sum[n], pb.public_sum[n]) for n in pa.public_sum)
-    _, c = _run(tiny_crops, sampling_seed=1, accounting="paper")
-    _, d = _run(tiny_crops, sampling_seed=5, accounting="paper")
+    _, c = _run(tiny_records, sampling_seed=1, accounting="paper")
+    _, d = _run(tiny_records, sampling_seed=5, accounting="paper")
     assert any(not torch.equal(pc.public_sum[n], pd.public_sum[n]) for pc, pd in zip(c, d) for n in pc.public_sum)
-    res, _ = _run(tiny_crops, accounting="paper")
+    res, _ = _run(tiny_records, accounting="paper")
     assert not res.privacy["private"] and "not a valid DP guarantee" in res.privacy["guarantee"]
 
 
-def test_sampling_is_secret_by_default(tiny_crops):
+def test_sampling_is_secret_by_default(tiny_records):
     """The private Poisson draws come from the OS unless a seed is given (the old code seeded them
     with the public config seed)."""
-    fixed = [_run(tiny_crops, mode="dpsgd", lr=1e-2, sampling_seed=3)[0] for _ in range(2)]
-    free = [_run(tiny_crops, mode="dpsgd", lr=1e-2, sampling_seed=None)[0] for _ in range(2)]
+    fixed = [_run(tiny_records, mode="dpsgd", lr=1e-2, sampling_seed=3)[0] for _ in range(2)]
+    free = [_run(tiny_records, mode="dpsgd", lr=1e-2, sampling_seed=None)[0] for _ in range(2)]
     same = [torch.equal(p, q) for p, q in zip(fixed[0].model.head.parameters(), fixed[1].model.head.parameters())]
     differ = [torch.equal(p, q) for p, q in zip(free[0].model.head.parameters(), free[1].model.head.parameters())]
     assert all(same) and not all(differ)
 
 
-def test_report_states_psi_and_adjacency_and_refuses_a_weak_blur(tiny_crops):
-    res, _ = _run(tiny_crops, mode="fpdp")
+def test_report_states_psi_and_adjacency_and_refuses_a_weak_blur(tiny_records):
+    res, _ = _run(tiny_records, mode="fpdp")
     rep = res.privacy
-    assert rep["private"] and rep["adjacency"] == "add_remove" and rep["record"] == "crop"
+    assert rep["private"] and rep["adjacency"] == "add_remove" and rep["record"] == "video"
     assert rep["psi"]["sigma_px"] == pytest.approx(2.5) and rep["labels"] == "public"  # 10 px at 256 -> 64 px input
     assert "independent Poisson batch" in rep["public_term"]
     with pytest.raises(ValueError, match="weaker than the paper"):
-        _run(tiny_crops, mode="fpdp", blur_sigma=0.001)
-    res, _ = _run(tiny_crops, mode="fpdp", blur_sigma=1.0, blur_allow_weak=True)
-    assert res.privacy["psi"]["below_paper_floor"]
+        _run(tiny_records, mode="fpdp", blur_sigma=0.001)
+    res, _ = _run(tiny_records, mode="fpdp", blur_sigma=1.0, blur_allow_weak=True)
+    rep = res.privacy  # a psi below the floor voids the guarantee: said so, never "private"
+    assert rep["psi"]["below_paper_floor"] and rep["private"] is False and rep["epsilon"] == "inf"
+    assert "below the paper's floor" in rep["guarantee"]

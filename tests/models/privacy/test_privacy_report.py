@@ -92,8 +92,11 @@ def test_fixed_seeds_and_a_weak_psi_are_stated():
     ledger = Accountant("rdp")
     ledger.step(0.01, 1.0, n=10)
     psi = {"kind": "gaussian_blur", "sigma_px": 1.0, "floor_px": 8.75, "below_paper_floor": True}
-    rep = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0, psi=psi, fixed_seeds=("noise_seed",))
-    assert rep.private and rep.guarantee.endswith("only while the fixed noise_seed stay secret")
-    assert any("below the paper's" in n for n in rep.notes)
+    seeded = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0, fixed_seeds=("noise_seed",))
+    assert seeded.private and seeded.guarantee.endswith("only while the fixed noise_seed stay secret")
+    # a psi below the paper's floor voids the guarantee (issue 28): private false, epsilon inf, reason
+    weak = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0, psi=psi)
+    assert not weak.private and math.isinf(weak.epsilon) and "below the paper's floor" in weak.guarantee
+    assert any("nominal epsilon" in n for n in weak.notes)
     clean = PrivacyReport.from_accountant("fpdp", ledger, 1e-5, 1.0)
-    assert "secret" not in clean.guarantee and not clean.notes
+    assert clean.private and "secret" not in clean.guarantee and not clean.notes
