@@ -108,6 +108,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from anonymask.models.stage_settings import check_weights
 
     check_weights(cfg)  # a missing weight file too (MissingWeightsError), before any video is touched
+    from anonymask.paths import default_source, default_store
+    from anonymask.storage.preflight import check_run_target
+
+    check_run_target(args.dataset, args.source or str(default_source(args.dataset)),
+                     args.store or str(default_store(args.dataset)))  # dataset, source, store: before Prefect
     if args.videos:
         _check_video_ids(args.dataset, args.source, args.videos)
     from anonymask.prefect_startup import prepare_database

@@ -21,6 +21,8 @@ class DatasetAdapter:
     """Base class. Subclasses set ``name``, ``classes`` and ``splits`` and yield records."""
 
     name: ClassVar[str] = ""
+    #: False for adapters that find their videos elsewhere (installed packages) and ignore ``root``
+    reads_root: ClassVar[bool] = True
     #: protocol names, e.g. ["xsub", "xview"]; each record's ``split`` maps protocol -> train/test
     splits: ClassVar[list[str]] = []
 

@@ -52,6 +52,7 @@ def _pip_hint(reqs: list[str]) -> str:
 @register
 class SampleDataset(DatasetAdapter):
     name = "sample"
+    reads_root = False
 
     def __init__(self, root: str | Path | None = None, **options: Any):
         check_options(self.name, options, ("include",))
