@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--gpu-tflops", type=float, default=200.0,
                    help="ASSUMED sustained bf16 TFLOP/s of one GPU for the projection (not measured)")
+    p.add_argument("--gen-workers", type=int, default=1, help="processes that generate the store (default 1)")
+    p.add_argument("--tiny", action="store_true",
+                   help="the same steps with the tiny network on 32x32 clips of 8 frames (seconds; tests)")
     p.add_argument("--out", default="dry_run.json")
     a = p.parse_args(argv)
 
@@ -74,24 +77,38 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(a.work or tempfile.mkdtemp(prefix="dryrun-"))
     work.mkdir(parents=True, exist_ok=True)
     store = str(work / "store.zarr")
-    report: dict = {"clips": a.clips, "mode": a.mode, "threads": torch.get_num_threads(), "work": str(work)}
+    report: dict = {"clips": a.clips, "mode": a.mode, "threads": torch.get_num_threads(), "work": str(work),
+                    "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+                    "tiny": a.tiny, "phase": "generate"}  # fmt: skip
+
+    def save() -> None:  # after every phase, so a run cut short still tells what it measured
+        Path(a.out).write_text(json.dumps(report, indent=2))
+
+    save()
     per_class = max(1, a.clips // a.classes)
+    size, frames = ((32, 32), 10) if a.tiny else ((224, 224), 20)
     t0 = time.perf_counter()
     if not (Path(store) / "zarr.json").exists():
         make_synthetic_store(store, num_classes=a.classes, videos_per_class={"train": per_class, "test": 1},
-                             frames=20, size=(224, 224), seed=0)  # fmt: skip
+                             frames=frames, size=size, seed=0, workers=a.gen_workers)  # fmt: skip
     report["generate_seconds"] = round(time.perf_counter() - t0, 1)
-    settings = train_settings(a.mode, "ntu", overrides={
-        "weights": "random", "frame_stride": 1, "num_workers": a.workers, "eval_every": 0,
-        "compare_accountants": [], "log_every": 10**6,
-    })  # fmt: skip
+    report["gen_workers"] = a.gen_workers
+    overrides = {"weights": "random", "frame_stride": 1, "num_workers": a.workers, "eval_every": 0,
+                 "compare_accountants": [], "log_every": 10**6}  # fmt: skip
+    if a.tiny:
+        overrides.update(arch="tiny", size=list(size), clip_len=8, batch_size=8, cache_batch_size=8)
+    settings = train_settings(a.mode, "ntu", overrides=overrides)
     report["settings"] = settings.to_json_dict()
     report["train_clips"] = per_class * a.classes
 
+    report["phase"] = "cache"
+    save()
     t0 = time.perf_counter()
     caches = build_caches(settings, store)
-    report["cache_build_seconds"] = round(time.perf_counter() - t0, 1)
+    report["cache_build_seconds"] = round(time.perf_counter() - t0, 2)
     report["peak_rss_gb_after_cache"] = round(peak_rss_gb(), 2)
+    report["phase"] = "fit"
+    save()
 
     run_dir = work / "run"
     prepare_run_dir(run_dir, settings.to_json_dict(), settings_hash(settings), store)
@@ -100,8 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     report["fit_seconds"] = round(time.perf_counter() - t0, 1)
     report["epochs_trained"] = fit["epochs_run"]
     report["steps"] = fit["steps"]
-    report["seconds_per_epoch"] = round(fit["seconds"] / max(fit["epochs_run"], 1), 1)
+    report["seconds_per_epoch"] = round(fit["seconds"] / max(fit["epochs_run"], 1), 2)
     report["peak_rss_gb"] = round(peak_rss_gb(), 2)
+    if torch.cuda.is_available():
+        report["peak_gpu_memory_gb"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    report["phase"] = "projection"
+    save()
 
     model = build_model(settings, a.classes)
     flops = flops_per_clip(model)
@@ -124,12 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         "assumed_sustained_tflops": a.gpu_tflops,
         "ntu60_cache_seconds": round(variants * flops["prefix_forward"] * NTU60_TRAIN_CLIPS / gpu),
         "ntu60_epoch_seconds": round(passes * flops["tail_forward_backward"] * NTU60_TRAIN_CLIPS / gpu),
-        "note": "FLOPs / assumed throughput; nothing was measured on a GPU",
+        "note": "FLOPs / an assumed throughput, not a measurement (projection_this_machine uses the measured rates)",
     }
     report["projection_one_gpu_assumed"]["ntu60_full_run_hours"] = round(
         (report["projection_one_gpu_assumed"]["ntu60_cache_seconds"]
          + 150 * report["projection_one_gpu_assumed"]["ntu60_epoch_seconds"]) / 3600, 2)  # fmt: skip
-    Path(a.out).write_text(json.dumps(report, indent=2))
+    report["phase"] = "done"
+    save()
     print(json.dumps(report, indent=2))
     return 0
 

@@ -101,6 +101,9 @@ def bench_tail_steps(
     repeats: int = 3,
     public_fraction: float = 0.3,
     seed: int = 0,
+    device: str | None = None,
+    precision: str = "float32",
+    prefix_batch: int | None = None,
 ) -> dict:
     """Seconds per training step of each mode on the CACHED TAIL (what every epoch runs once the
     prefix features are cached), and the prefix forward that the cache saves, per clip.
@@ -109,65 +112,94 @@ def bench_tail_steps(
     MaskDP and FP-DP run their public term on a second batch of the public size (``public_batch``:
     the independent draw; 1.0 = the papers' size). Ratios are to the DP-SGD step of the same run;
     the steps are timed in turns (round robin), so a change of load hits all of them alike.
+
+    ``device`` (default CPU) and ``precision`` ("float32", or "bfloat16": autocast around the prefix
+    and every step, as the trainer and the cache do on CUDA); ``prefix_batch`` clips per prefix
+    forward (default ``batch_size``). On CUDA every timing synchronises the device.
     """
     import statistics
+    from contextlib import nullcontext
 
     from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
     from anonymask.models.privacy.clipping import summed_grads
     from anonymask.models.privacy.fpdp import PublicSubspace
     from anonymask.models.privacy.mechanism import Inputs, PrivateStep
 
+    if precision not in ("float32", "bfloat16"):
+        raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
+    dev = torch.device(device or "cpu")
+    cuda = dev.type == "cuda"
     g = torch.Generator().manual_seed(seed)
     clip_len, size = (16, (224, 224)) if arch == "mvit_v2_s" else (8, (32, 32))
-    model = build_action_model(num_classes, arch=arch, clip_len=clip_len, size=size, seed=seed)
+    model = build_action_model(num_classes, arch=arch, clip_len=clip_len, size=size, seed=seed).to(dev)
     model.train()
+
+    def autocast():
+        return torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if precision == "bfloat16" else nullcontext()
+
+    def sync() -> float:
+        if cuda:
+            torch.cuda.synchronize(dev)
+        return time.perf_counter()
+
     prefix, tail = FrozenPrefix(model), TrainableTail(model)
     params = {n: p for n, p in tail.named_parameters() if p.requires_grad}
     fshape = feature_shape(model)
 
     def feats(n: int) -> torch.Tensor:
-        return torch.randn(n, *fshape, generator=g)
+        return torch.randn(n, *fshape, generator=g).to(dev)
 
     def labels(n: int) -> torch.Tensor:
-        return torch.randint(0, num_classes, (n,), generator=g)
+        return torch.randint(0, num_classes, (n,), generator=g).to(dev)
 
     def timed(step) -> dict:
-        step()  # warm-up (and FP-DP's first subspace)
+        with autocast():
+            step()  # warm-up (and FP-DP's first subspace)
         times = []
         for _ in range(repeats):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
+            t0 = sync()
+            with autocast():
+                step()
+            times.append(sync() - t0)
         return {"median_s": statistics.median(times), "times_s": times}
 
     def round_robin(named: dict) -> dict[str, dict]:
         """Each step warmed up, then timed in turns (A, B, C, A, B, C, ...): a change of load on a
         shared machine hits every step alike, so the ratios stay meaningful."""
         for step in named.values():
-            step()
+            with autocast():
+                step()
         times: dict[str, list[float]] = {k: [] for k in named}
         for _ in range(repeats):
             for k, step in named.items():
-                t0 = time.perf_counter()
-                step()
-                times[k].append(time.perf_counter() - t0)
+                t0 = sync()
+                with autocast():
+                    step()
+                times[k].append(sync() - t0)
         return {k: {"median_s": statistics.median(v), "times_s": v} for k, v in times.items()}
 
     b = batch_size
     x, y = feats(b), labels(b)
     out: dict = {"arch": arch, "batch_size": b, "feature_shape": list(fshape), "trainable_params":
-                 sum(p.numel() for p in params.values()), "threads": torch.get_num_threads()}  # fmt: skip
-    clips = torch.randn(b, 3, clip_len, *size, generator=g)
+                 sum(p.numel() for p in params.values()), "threads": torch.get_num_threads(),
+                 "device": str(dev), "precision": precision}  # fmt: skip
+    pb = int(prefix_batch or b)
+    if cuda:  # drawn on the device: a CPU draw of a batch of full-size clips takes longer than the forward
+        clips = torch.randn(pb, 3, clip_len, *size, generator=torch.Generator(dev).manual_seed(seed), device=dev)
+    else:
+        clips = torch.randn(pb, 3, clip_len, *size, generator=g)
     with torch.no_grad():
         prefix_t = timed(lambda: prefix(clips))
-    out["prefix_forward_per_clip_s"] = prefix_t["median_s"] / b
+    clips = None  # frees the batch before the steps
+    out["prefix_batch"] = pb
+    out["prefix_forward_per_clip_s"] = prefix_t["median_s"] / pb
     named = {"nonprivate": lambda: summed_grads(tail, x, y, params)}
 
     def private_step(mode: str, public_n: int | None):
         step = PrivateStep(mode, max_grad_norm=1.0, noise_multiplier=1.0, expected_batch_size=float(b),
-                           expected_public_batch_size=float(public_n or b), generator=torch.Generator().manual_seed(1),
+                           expected_public_batch_size=float(public_n or b), generator=torch.Generator(dev).manual_seed(1),
                            subspace_k=16, subspace_refresh=10**9)  # fmt: skip
-        weights = (torch.rand(b, generator=g) < 0.9).float()  # most samples have private tokens
+        weights = (torch.rand(b, generator=g) < 0.9).float().to(dev)  # most samples have private tokens
         private = Inputs(x, y, None, weights if mode == "maskdp" else None)
         public = Inputs(feats(public_n), labels(public_n)) if public_n else None
         sub = Inputs(feats(8), labels(8)) if mode == "fpdp" else None

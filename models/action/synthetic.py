@@ -9,6 +9,8 @@ pixels) and ``person_mask`` (q: the blob grown by 2 pixels, soft edge, uint8 0..
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from anonymask.storage.store import DatasetStore, VideoInfo
@@ -64,8 +66,14 @@ def make_synthetic_store(
     size: tuple[int, int] = (32, 32),
     protocol: str = "xsub",
     seed: int = 0,
+    workers: int = 1,
 ) -> DatasetStore:
-    """Create (overwrite) a store with ``videos_per_class[split]`` videos per class and split."""
+    """Create (overwrite) a store with ``videos_per_class[split]`` videos per class and split.
+
+    ``workers`` > 1 draws and writes the videos in that many spawned processes (each video its own
+    group, so one writer per array); each video then has its own seed ``(seed, index)``, so the
+    pixels differ from the serial build's, the store's layout and labels do not.
+    """
     if not 1 <= num_classes <= len(_COLORS):
         raise ValueError(f"num_classes must be 1..{len(_COLORS)}")
     videos_per_class = videos_per_class or {"train": 4, "test": 2}
@@ -76,6 +84,17 @@ def make_synthetic_store(
         splits=[protocol],
         overwrite=True,
     )
+    if workers > 1:
+        infos = [
+            VideoInfo(video_id=f"{split}_c{k}_v{i}", label=k, label_name=f"action{k}", split={protocol: split})
+            for split, n in videos_per_class.items()
+            for k in range(num_classes)
+            for i in range(n)
+        ]
+        store.register_videos(infos)
+        _write_parallel(url, [(i, info.video_id, info.label) for i, info in enumerate(infos)], frames, size,
+                        seed, workers)  # fmt: skip
+        return store
     rng = np.random.default_rng(seed)
     infos, arrays = [], {}
     for split, n in videos_per_class.items():
@@ -91,3 +110,29 @@ def make_synthetic_store(
             entry.write_array(name, data)
         entry.update_attrs(frames=frames, fps=25.0)
     return store
+
+
+def _write_videos(url: str, jobs: list[tuple[int, str, int]], frames: int, size: tuple[int, int], seed: int) -> int:
+    """Draw and write the videos ``jobs`` = [(index, video_id, label)] into the store at ``url``."""
+    store = DatasetStore.open(url)
+    for index, vid, label in jobs:
+        entry = store.video(vid)
+        for name, data in _video(label, frames, size[0], size[1], np.random.default_rng([seed, index])).items():
+            entry.write_array(name, data)
+        entry.update_attrs(frames=frames, fps=25.0)
+    return len(jobs)
+
+
+def _write_parallel(url: str, jobs: list[tuple[int, str, int]], frames: int, size: tuple[int, int], seed: int,
+                    workers: int) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(int(workers), len(jobs), os.cpu_count() or 1))
+    parts = [jobs[i::workers] for i in range(workers)]
+    # spawn: zarr v3 runs an event-loop thread that a forked child must not inherit
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = sum(pool.map(_write_videos, [url] * workers, parts, [frames] * workers, [tuple(size)] * workers,
+                            [seed] * workers))  # fmt: skip
+    if done != len(jobs):
+        raise RuntimeError(f"wrote {done} of {len(jobs)} synthetic videos")

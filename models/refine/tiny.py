@@ -66,7 +66,8 @@ def randomize_zero_parameters(module: torch.nn.Module, std: float = 0.05, seed: 
     with torch.no_grad():
         for param in module.parameters():
             if param.numel() and not torch.any(param):
-                noise = torch.randn(param.shape, generator=generator, dtype=torch.float32) * std
+                # drawn on the CPU (the generator's device) even inside a `with torch.device(...)` block
+                noise = torch.randn(param.shape, generator=generator, dtype=torch.float32, device="cpu") * std
                 param.copy_(noise.to(param.dtype))
                 changed += 1
     return changed
