@@ -10,7 +10,7 @@ STAMP := $(VENV)/.setup-stamp
 export PYOPENGL_PLATFORM ?= egl
 export ANONYMASK_DATA ?= $(CURDIR)/data
 
-.PHONY: setup demo test test-slow lint bench serve clean \
+.PHONY: setup demo test test-slow lint bench gpu-check serve clean \
         train-nonprivate train-dp train-maskdp train-fpdp train-skeleton-anon
 
 setup: $(STAMP)
@@ -34,6 +34,11 @@ lint: setup
 
 bench: setup
 	$(PY) -m anonymask.cli bench --out bench-results
+
+# No setup: runs on the Python whose torch sees a CUDA GPU, wheels from .whl/ if any (scripts/gpu_check.sh)
+GPU_CHECK_ARGS ?=
+gpu-check:
+	bash scripts/gpu_check.sh $(GPU_CHECK_ARGS)
 
 serve: setup
 	bash scripts/serve.sh

@@ -277,6 +277,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.gpu:  # `make gpu-check`: the CUDA install checked and measured (anonymask/gpu_check.py)
+        from anonymask.gpu_check import main as gpu_check
+
+        return gpu_check((["--tiny"] if args.quick else []) + (["--out", args.gpu_out] if args.gpu_out else []))
     from anonymask.bench import run_benchmarks
 
     return run_benchmarks(out_dir=Path(args.out), only=args.only, quick=args.quick)
@@ -513,6 +517,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="bench-results")
     s.add_argument("--only", nargs="*", default=None, help="benchmark names to run")
     s.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    s.add_argument("--gpu", action="store_true",
+                   help="the GPU check instead (make gpu-check): full-size refinement, MViTv2-S, the paper-protocol "
+                        "dry run on one CUDA GPU -> docs/results/gpu/<date>.json; with --quick the tiny CPU version")
+    s.add_argument("--gpu-out", default=None, help="with --gpu: the JSON's path")
     s.set_defaults(func=cmd_bench)
     return p
 
