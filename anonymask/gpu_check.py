@@ -43,7 +43,7 @@ from typing import Any
 EXIT_NO_GPU = 2
 ORDER = ("mvit", "refine", "paper_protocol", "pipeline")
 #: seconds each section may take on the GPU (a section is killed at its budget); ~6 min in all
-BUDGETS = {"mvit": 75, "refine": 120, "paper_protocol": 170, "pipeline": 30}
+BUDGETS = {"mvit": 60, "refine": 110, "paper_protocol": 150, "pipeline": 20}
 TINY_BUDGETS = {"mvit": 120, "refine": 180, "paper_protocol": 180, "pipeline": 30}
 #: what each size runs
 FULL = {
