@@ -5,7 +5,7 @@ come from the run's own privacy report), groups runs by dataset, then by row (tr
 variant: Real, Real*, Render, Rend.+Diff) x method, with one column per epsilon and a last
 "non-private" column. The column is the epsilon the run's report says it SPENT (the target when
 calibrated to it); a run without a valid guarantee never sits in a private column unmarked: a
-sigma = 0 run goes to "non-private", Real* and the paper's same-batch accounting keep their
+sigma = 0 run or one whose psi is below the paper's floor goes to "non-private", Real* and the paper's same-batch accounting keep their
 nominal epsilon but their method says "not private" / "paper's bound, not valid DP". Several runs in one cell (e.g. seeds) are averaged, with their spread and
 count shown. Writes per dataset ``accuracy_<dataset>.csv``, ``.md`` and ``.png`` (matplotlib, Agg)
 and ``runs.csv`` listing every run with its achieved epsilon under each accountant.
@@ -71,7 +71,11 @@ def method_label(m: dict[str, Any]) -> str:
     if m.get("accounting") == "paper":
         return label + " (paper's bound, not valid DP)"
     if m.get("private") is False:
-        return label + (" (sigma=0, not private)" if _num(m.get("sigma")) == 0 else " (not private)")
+        if _num(m.get("sigma")) == 0:
+            return label + " (sigma=0, not private)"
+        if "below the paper's floor" in str(m.get("guarantee") or ""):
+            return label + " (psi below floor, not private)"
+        return label + " (not private)"
     return label
 
 
@@ -79,6 +83,10 @@ def epsilon_column(m: dict[str, Any]) -> float:
     """The epsilon a run belongs under: inf for non-private and sigma = 0 runs, else the spent epsilon
     (shown as the target when the run was calibrated to it, i.e. spent within 1% below it)."""
     if m["mode"] == "nonprivate" or _num(m.get("sigma")) == 0:
+        return math.inf
+    # no guarantee (e.g. psi below the paper's floor): under non-private, never in a budget column;
+    # only the paper's own rows (Real*, the paper's accounting) keep their nominal budget, marked
+    if m.get("private") is False and m.get("row") != "Real*" and m.get("accounting") != "paper":
         return math.inf
     spent, target = _num(m.get("epsilon")), _num(m.get("target_epsilon"))
     if spent is None or math.isinf(spent):  # Real*: no guarantee; its nominal budget is the target

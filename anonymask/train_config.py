@@ -94,7 +94,11 @@ def _eps_tag(eps: float) -> str:
 
 def default_run_name(settings: TrainSettings) -> str:
     """``<dataset>-<row>-<mode>[-paper]-eps<e>-<hash>``: a changed setting starts a new run, the
-    same settings resume the old one."""
+    same settings resume the old one. A private mode run with noise_multiplier = 0 is named
+    ``sigma0`` instead of ``eps<e>``: it has no guarantee whatever target its settings carry."""
     row = settings.variant + ("-q" if settings.mask_source == "q" else "")
     mode = settings.mode.value + ("-paper" if settings.accounting == "paper" else "")
-    return f"{settings.dataset}-{row}-{mode}-eps{_eps_tag(float(settings.epsilon))}-{settings_hash(settings)}"
+    budget = f"eps{_eps_tag(float(settings.epsilon))}"
+    if settings.mode.private and settings.noise_multiplier == 0:
+        budget = "sigma0"
+    return f"{settings.dataset}-{row}-{mode}-{budget}-{settings_hash(settings)}"

@@ -17,7 +17,7 @@ from anonymask.storage.runs import prepare_run_dir
 from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4,
-        "sampling_seed": 0, "compare_accountants": []}  # fmt: skip
+        "sampling_seed": 100, "compare_accountants": []}  # fmt: skip
 RUNS = [  # (mode, epsilon, variant, seed, extra settings)
     ("nonprivate", None, "render", 0, {}),
     ("dp", 2.0, "render", 0, {}),
@@ -82,6 +82,8 @@ def test_table_cells_are_the_runs_metrics(runs_dir):
     assert set(cells[("Render", "Non-private")]) == {math.inf}
     # the sigma = 0 run asked for eps 8 but sits under non-private, never under eps=8
     assert set(cells[("Render", "DP-SGD (sigma=0, not private)")]) == {math.inf}
+    sigma0 = [m for m in all_runs if m["mode"] == "dpsgd" and m["sigma"] == 0]
+    assert len(sigma0) == 1 and "-sigma0-" in sigma0[0]["run"] and "eps8" not in sigma0[0]["run"]
     assert set(cells[("Real*", "MaskDP (not private)")]) == {2.0}
 
 
@@ -119,3 +121,15 @@ def test_report_files_and_cli(runs_dir, tmp_path, capsys):
 def test_report_without_runs_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="no finished training run"):
         write_report(tmp_path, tmp_path / "out")
+
+
+def test_a_run_whose_psi_is_below_the_floor_sits_under_non_private():
+    """Issue 28 item 3: the report says private false (psi below the paper's floor); the table puts
+    the row under non-private with the reason, never under its nominal epsilon."""
+    m = {"mode": "fpdp", "row": "Render", "private": False, "sigma": 1.2, "epsilon": math.inf,
+         "target_epsilon": 8.0, "accounting": "sound", "adjacency": "add_remove",
+         "guarantee": "none: psi is a blur below the paper's floor (sigma 0.001 px < 1.25 px): ..."}  # fmt: skip
+    assert epsilon_column(m) == math.inf
+    assert method_label(m) == "FP-DP (psi below floor, not private)"
+    real_star = dict(m, mode="maskdp", row="Real*", guarantee="none: mask_source=q ...", adjacency="replace")
+    assert epsilon_column(real_star) == 8.0 and method_label(real_star) == "MaskDP (not private)"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from anonymask.models.action.settings import Mode, TrainSettings
+from anonymask.models.privacy.report import published_privacy
 from anonymask.storage.runs import CHECKPOINT, METRICS, PRIVACY, RESULT, read_json, write_json
 
 _LOG = logging.getLogger("anonymask.train")
@@ -86,6 +87,27 @@ def clip_datasets(settings: TrainSettings, store_url: str) -> dict[str, Any]:
             out["public"] = ClipDataset(store_url, s.protocol, arg, variant, mask,
                                         clips_per_video=s.clips_per_video, **common)
     return out
+
+
+def unprotected_data(settings: TrainSettings, store_url: str) -> dict[str, Any]:
+    """What the run uses raw and noise-free, named for the privacy report (DESIGN.md invariant 12):
+    FP-DP's holdout videos (ids and count: they leave the private set and get NO protection), or
+    the other split its public subspace comes from. Empty for the other modes."""
+    s = settings
+    if s.mode != Mode.FPDP:
+        return {}
+    kind, _, arg = s.fpdp_public.partition(":")
+    why = "FP-DP's public set: used raw and noise-free for the gradient subspace, no privacy protection"
+    if kind == "holdout":
+        from anonymask.models.action.clips import ClipDataset
+
+        train = ClipDataset(store_url, s.protocol, s.train_split, s.variant, s.mask, clip_len=s.clip_len,
+                            frame_stride=s.frame_stride, size=tuple(s.size), q_threshold=s.q_threshold)  # fmt: skip
+        ids = _public_videos(sorted(train.video_labels), float(arg or 0.1), int(s.seed))
+        return {"unprotected_videos": ids, "unprotected_count": len(ids), "unprotected_source": s.fpdp_public,
+                "unprotected_why": why}  # fmt: skip
+    return {"unprotected_source": s.fpdp_public, "unprotected_why": why + f" (every video of split {arg!r}, "
+            "none of them in the private training set)"}  # fmt: skip
 
 
 def _num_classes(data: dict[str, Any]) -> int:
@@ -206,7 +228,8 @@ def fit_run(
     model, train_ds, eval_ds, public_ds = training_data(settings, store_url, caches)
     per_epoch_eval = int(settings.eval_every or 0) > 0
     trainer = Trainer(model, train_ds, settings, eval_data=eval_ds if per_epoch_eval else None,
-                      public_data=public_ds, checkpoint_path=ckpt)  # fmt: skip
+                      public_data=public_ds, checkpoint_path=ckpt,
+                      disclosures=unprotected_data(settings, store_url))  # fmt: skip
     resumed_from = 0
     if ckpt.is_file():
         trainer.load_checkpoint(ckpt)
@@ -246,7 +269,7 @@ def fit_run(
         "epochs_run": trainer.epoch - resumed_from,
         "steps": trainer.step,
         "seconds": round(seconds, 3),
-        "train_clips": len(train_ds),
+        "train_clips": len(train_ds),  # internal (benchmarks); never written to metrics.json (invariant 12)
         "public_clips": len(public_ds) if public_ds is not None else 0,
         "device": str(trainer.device),
         "complete": trainer.epoch >= epochs,
@@ -288,7 +311,7 @@ def evaluate_run(settings: TrainSettings, store_url: str, run_dir: str, caches: 
     evaluator = Trainer(model, eval_ds, cfg)
     res = evaluator.evaluate(eval_ds)
     classes = _class_names(store_url, evaluator.num_classes)
-    privacy = dict(state["privacy"])
+    privacy = published_privacy(dict(state["privacy"]))  # the fingerprint stays in the checkpoint
     eps = privacy.get("epsilon")
     metrics = {
         "run": run.name,
@@ -317,7 +340,6 @@ def evaluate_run(settings: TrainSettings, store_url: str, run_dir: str, caches: 
         "epochs": int(state["epoch"]),
         "complete": int(state["epoch"]) >= int(settings.epochs),
         "steps": int(state["step"]),
-        "train_clips": fit.get("train_clips"),
         "public_clips": fit.get("public_clips"),
         "device": fit.get("device"),
         "fit_seconds": fit.get("seconds"),
@@ -348,6 +370,15 @@ def _psi_text(psi: dict[str, Any] | None) -> str:
         weak = " (BELOW the paper's blur)" if psi.get("below_paper_floor") else ""
         return f"Gaussian blur, sigma {psi['sigma_px']:g} px at {psi['input_size'][0]}x{psi['input_size'][1]}{weak}"
     return str(psi.get("kind"))
+
+
+def _unprotected_text(privacy: dict[str, Any]) -> str:
+    d = privacy.get("disclosures") or {}
+    if not d:
+        return "none"
+    if "unprotected_videos" in d:
+        return f"{d['unprotected_count']} videos ({d['unprotected_source']}): {', '.join(d['unprotected_videos'])}"
+    return str(d.get("unprotected_why") or d)
 
 
 def result_markdown(metrics: dict[str, Any], privacy: dict[str, Any]) -> str:
@@ -381,7 +412,8 @@ def result_markdown(metrics: dict[str, Any], privacy: dict[str, Any]) -> str:
         f"| psi | {_psi_text(privacy.get('psi'))} |",
         f"| labels | {privacy.get('labels', 'n/a')} |",
         f"| mask policy | {privacy.get('mask_policy') or 'none'} |",
-        f"| dataset fingerprint | `{str(privacy.get('dataset_fingerprint', ''))[:16]}` |",
+        f"| private | {privacy.get('private')} |",
+        f"| used without protection | {_unprotected_text(privacy)} |",
         "",
         "| class | accuracy |",
         "|---|---|",

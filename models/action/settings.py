@@ -45,6 +45,10 @@ EXECUTION_ONLY = frozenset(
     {"num_workers", "micro_batch", "eval_every", "eval_batch_size", "log_every", "cache_batch_size", "device"}
 )
 
+#: most of the training videos FP-DP's ``holdout:<f>`` may use raw and noise-free (docs/RESULTS.md:
+#: the subspace needs only ``fpdp_public_size`` clips; a larger holdout only unprotects more people)
+HOLDOUT_MAX = 0.2
+
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 Seed = Annotated[int, Field(ge=0)] | None
@@ -119,7 +123,8 @@ class TrainSettings(BaseModel):
     fpdp_psi: str = "paper_blur"
     fpdp_psi_allow_weak: bool = False
     fpdp_public_weight: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1.0
-    fpdp_public: str = "holdout:0.1"  # holdout:<fraction of train videos> | split:<split name>
+    # holdout:<fraction of train videos, at most HOLDOUT_MAX; used raw, disclosed by id> | split:<split name>
+    fpdp_public: str = "holdout:0.1"
     fpdp_public_size: PositiveInt = 64
     # execution
     feature_cache: bool = True  # frozen-prefix features cached in the store (trainable != all)
@@ -179,11 +184,16 @@ class TrainSettings(BaseModel):
                 frac = float(arg or 0.1)
             except ValueError:
                 frac = math.nan
-            if 0 < frac < 1:
+            if 0 < frac <= HOLDOUT_MAX:
                 return v
+            if 0 < frac < 1:
+                raise ValueError(
+                    f"holdout fraction {frac:g} is above the cap {HOLDOUT_MAX:g}: those videos train raw and "
+                    "noise-free, with no protection; the subspace needs only fpdp_public_size clips"
+                )
         elif kind == "split" and arg:
             return v
-        raise ValueError("expected holdout:<fraction in (0, 1)> or split:<split name>")
+        raise ValueError(f"expected holdout:<fraction in (0, {HOLDOUT_MAX:g}]> or split:<split name>")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainSettings:
@@ -199,6 +209,26 @@ class TrainSettings(BaseModel):
             raise ValueError("maskdp needs a pixel mask: mask_source r (anonymized video) or q (raw video, Real*)")
         if self.fpdp_public.startswith("split:") and self.fpdp_public[6:] == self.train_split:
             raise ValueError("FP-DP's public split must differ from the private training split")
+        # DESIGN.md invariant 12: nothing derived from private data leaves outside the accountant
+        if self.mode.private and self.eval_split == self.train_split:
+            raise ValueError(
+                f"eval_split={self.eval_split} is the private training split: its metrics (per-class accuracy) "
+                "would be released outside the accountant; evaluate a private run on another split"
+            )
+        if self.mode == Mode.FPDP and self.fpdp_public.startswith("split:") and self.fpdp_public[6:] == self.eval_split:
+            raise ValueError(
+                f"fpdp_public={self.fpdp_public} estimates the subspace from the evaluation split: the test set "
+                "would shape the model; use a holdout or a third split"
+            )
+        adjacency = self.adjacency if self.adjacency != "auto" else ("replace" if self.mode == Mode.MASKDP else "add_remove")
+        if self.mode.private and self.accountant == "prv" and adjacency == "replace" and self.accounting == "sound":
+            raise ValueError(
+                "accountant=prv has no replace-one adjacency (MaskDP's default); use accountant=rdp or pld, "
+                "or adjacency=add_remove"
+            )
+        from anonymask.models.privacy.seeds import check_fixed_seeds
+
+        check_fixed_seeds({"noise": self.noise_seed, "sampling": self.sampling_seed, "public": self.public_seed})
         return self
 
     # ------------------------------------------------------------------ derived values

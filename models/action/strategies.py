@@ -146,6 +146,8 @@ class PrivateStrategy:
         dataset_fingerprint: str = "",
         not_private_reason: str | None = None,
         fixed_seeds: tuple[str, ...] = (),
+        seeds: dict | None = None,
+        disclosures: dict | None = None,
     ):
         from anonymask.models.privacy.accountant import Accountant
         from anonymask.models.privacy.mechanism import PrivateStep, mode_spec
@@ -175,6 +177,8 @@ class PrivateStrategy:
         self.dataset_fingerprint = dataset_fingerprint
         self.not_private_reason = not_private_reason
         self.fixed_seeds = tuple(fixed_seeds)
+        self.seeds = seeds
+        self.disclosures = dict(disclosures or {})
         self.private_variants = ("private",) if spec.public_term == "public_tokens" else ("full",)
         self.public_variants: tuple[str, ...] = {"public_tokens": ("public",), "psi": (psi_variant,), None: ()}[
             spec.public_term
@@ -250,7 +254,8 @@ class PrivateStrategy:
             self.mode, self.accountant, self.delta, self.C, accounting=self.accounting, record=self.record,
             public_term=self.public_term_text(), psi=self.psi, mask_policy=self.mask_policy,
             dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with,
-            not_private_reason=self.not_private_reason, fixed_seeds=self.fixed_seeds,
+            not_private_reason=self.not_private_reason, fixed_seeds=self.fixed_seeds, seeds=self.seeds,
+            disclosures=self.disclosures,
         )  # fmt: skip
         return rep.to_dict()
 

@@ -88,8 +88,12 @@ class Trainer:
         public_data: Dataset | None = None,
         progress: Callable[[dict], None] | None = None,
         checkpoint_path: str | os.PathLike | None = None,
+        disclosures: dict | None = None,
     ):
+        """``disclosures``: data the run uses WITHOUT protection (e.g. FP-DP's holdout video ids),
+        stated in the privacy report (run.py's ``unprotected_data``)."""
         self.model = model
+        self.disclosures = dict(disclosures or {})
         self.cfg = config = config.resolved()
         self.train_data = train_data
         self.eval_data = eval_data
@@ -166,6 +170,8 @@ class Trainer:
         cls = STRATEGIES[cfg.mode]
         if cfg.mode == Mode.NONPRIVATE:
             return cls(micro_batch=cfg.micro_batch)
+        from anonymask.models.privacy.seeds import ACTION_DERIVATION, seeds_record
+
         if cfg.accounting == "paper":  # Theorem 1 of the MaskDP paper: RDP, add/remove, sensitivity C
             accountant, adjacency = "rdp", "add_remove"
         else:
@@ -205,12 +211,15 @@ class Trainer:
             fixed_seeds=tuple(
                 name for name in ("noise_seed", "sampling_seed") if getattr(cfg, name) is not None
             ),
+            # DP-SGD ignores the mask (every pixel is private): mask q voids only the masked modes
             not_private_reason=(
                 "mask_source=q treats the real person's pixels as public (the paper's Real* row: an upper "
                 "bound, not a private run)"
-                if source == "q"
+                if source == "q" and cfg.mode != Mode.DPSGD
                 else None
             ),
+            seeds=seeds_record(cfg.noise_seed, cfg.sampling_seed, cfg.public_seed, ACTION_DERIVATION),
+            disclosures=self.disclosures,
         )
         if cfg.mode == Mode.FPDP:
             if public_data is None:
@@ -376,7 +385,9 @@ class Trainer:
                 if self.progress is not None and (self.step % max(cfg.log_every, 1) == 0):
                     self.progress(self._step_event(epoch, res))
             self.epoch = epoch + 1
-            record: dict[str, Any] = {"epoch": self.epoch, "step": self.step, "samples": seen}
+            record: dict[str, Any] = {"epoch": self.epoch, "step": self.step}
+            if self.strategy.sampling != "poisson":  # realised Poisson counts are private (invariant 12)
+                record["samples"] = seen
             if self.cfg.mode == Mode.NONPRIVATE and seen:
                 record.update(train_loss=loss_sum / seen, train_acc=correct / seen)
             if self.eval_data is not None and (self.epoch % max(cfg.eval_every, 1) == 0 or self.epoch == cfg.epochs):
@@ -396,8 +407,9 @@ class Trainer:
             "epoch": epoch,
             "step": self.step,
             "lr": self.optimizer.param_groups[0]["lr"],
-            "batch_size": res.count,
         }
+        if self.strategy.sampling != "poisson":  # a realised Poisson batch size is private (invariant 12)
+            ev["batch_size"] = res.count
         if res.loss_sum is not None and res.count:
             ev.update(loss=res.loss_sum / res.count, accuracy=(res.correct or 0) / res.count)
         if self.strategy.sampling == "poisson":

@@ -25,6 +25,11 @@ import numpy as np
 
 STREAMS = ("noise", "sampling", "public")
 SEED_DERIVATION = "seedsequence(seed, stream)-v1"
+#: the action trainer's scheme: noise seeded as given, each epoch's sampling and public draws from
+#: sha256(seed, stream name, epoch); stream-separated too
+ACTION_DERIVATION = "noise:seed; sampling,public:sha256(seed, stream, epoch)-v1"
+#: schemes that keep the three streams independent (``anonymask privacy audit`` accepts these)
+INDEPENDENT_DERIVATIONS = (SEED_DERIVATION, ACTION_DERIVATION)
 
 
 class SeedError(ValueError):
@@ -64,12 +69,13 @@ def resolve_streams(noise_seed: int | None, sampling_seed: int | None, public_se
     return {name: stream_seed(seed if seed is not None else secrets.randbits(63), name) for name, seed in given.items()}
 
 
-def seeds_record(noise_seed: int | None, sampling_seed: int | None, public_seed: int | None) -> dict:
+def seeds_record(noise_seed: int | None, sampling_seed: int | None, public_seed: int | None,
+                 derivation: str = SEED_DERIVATION) -> dict:  # fmt: skip
     """What a privacy report states about the streams (never the seed values)."""
     given = {"noise": noise_seed, "sampling": sampling_seed, "public": public_seed}
     fixed = check_fixed_seeds(given)
     return {
-        "derivation": SEED_DERIVATION,
+        "derivation": derivation,
         "source": {name: ("fixed" if seed is not None else "os_entropy") for name, seed in given.items()},
         "fixed": list(fixed),
         "fixed_pairwise_distinct": True,  # check_fixed_seeds refused otherwise

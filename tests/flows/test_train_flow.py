@@ -16,10 +16,10 @@ from anonymask.train_config import default_run_name, train_settings
 
 TINY = {
     "size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4, "noise_seed": 0,
-    "sampling_seed": 0, "compare_accountants": [], "fpdp_public_size": 4, "fpdp_k": 2,
+    "sampling_seed": 1, "compare_accountants": [], "fpdp_public_size": 4, "fpdp_k": 2,
 }  # fmt: skip
 PRIVACY_FIELDS = {"mode", "epsilon", "delta", "sigma", "q", "steps", "C", "accountant", "mask_policy",
-                  "dataset_fingerprint", "adjacency", "accounting", "private", "guarantee", "record",
+                  "seeds", "disclosures", "adjacency", "accounting", "private", "guarantee", "record",
                   "public_term", "psi", "labels"}  # fmt: skip
 
 
@@ -57,7 +57,9 @@ def test_each_mode_writes_metrics_and_privacy_report(prefect_api, store, tmp_pat
     assert set(metrics["per_class_acc"]) == {"action0", "action1", "action2"}
     assert metrics["eval_videos"] == 6
     assert PRIVACY_FIELDS <= set(privacy)
-    assert len(privacy["dataset_fingerprint"]) == 64
+    assert "dataset_fingerprint" not in privacy and "fingerprint" not in (run_dir / "result.md").read_text()
+    if mode != "nonprivate":  # which streams were fixed, never their values
+        assert privacy["seeds"]["source"] == {"noise": "fixed", "sampling": "fixed", "public": "os_entropy"}
     trainer_mode = {"dp": "dpsgd"}.get(mode, mode)
     assert privacy["mode"] == trainer_mode and metrics["mode"] == trainer_mode
     if mode == "nonprivate" or row == "Real*":  # Real*: the real person is public, no guarantee
@@ -74,13 +76,18 @@ def test_each_mode_writes_metrics_and_privacy_report(prefect_api, store, tmp_pat
     assert again == pytest.approx(eps)
     n_train = 12 - (1 if mode == "fpdp" else 0)  # FP-DP holds one video out as its public set
     assert privacy["q"] == pytest.approx(4 / n_train)
-    assert metrics["train_clips"] == n_train
+    assert "train_clips" not in metrics  # the private set's size is not published
     if mode == "dp":
         assert 0 < privacy["epsilon_other"]["pld"] <= eps  # the tight accountant beside RDP
     if mode == "maskdp":
         assert f"mask_source={'q' if variant == 'real' else 'r'}" in privacy["mask_policy"]
-    if mode == "fpdp":
+    if mode == "fpdp":  # the holdout video is named: it trains raw, without protection
         assert metrics["public_clips"] == 1
+        d = privacy["disclosures"]
+        assert d["unprotected_count"] == 1 and len(d["unprotected_videos"]) == 1
+        assert d["unprotected_videos"][0] in (run_dir / "result.md").read_text()
+    else:
+        assert privacy["disclosures"] == {}
 
 
 def test_paper_accounting_reproduces_the_paper_and_says_it_is_not_valid(prefect_api, store, tmp_path):

@@ -139,11 +139,12 @@ def test_tiny_end_to_end_run_per_private_mode(data, mode, tmp_path):
     assert t.step == 2 * t.steps_per_epoch == 6  # 1/q = 12/4 steps per epoch, empty batches included
     assert 0 < hist[0]["epsilon"] < hist[1]["epsilon"] < math.inf
     assert all("loss" not in e for e in events)  # nothing computed on private clips is reported
+    assert all("batch_size" not in e and "samples" not in e for e in events)  # nor realised Poisson counts
     assert any(not torch.equal(before[n], p) for n, p in model.trainable_named_parameters())
     rep = t.privacy_report()
     assert rep["mode"] == mode and rep["steps"] == 6 and rep["sigma"] == 1.0 and rep["q"] == pytest.approx(1 / 3)
     assert rep["epsilon"] == pytest.approx(hist[-1]["epsilon"])
-    assert (rep["mask_policy"] is not None) and rep["dataset_fingerprint"]
+    assert rep["mask_policy"] is not None and rep["seeds"]["fixed_pairwise_distinct"]
     assert rep["private"] and rep["accounting"] == "sound" and rep["record"] == "video"
     assert rep["adjacency"] == ("replace" if mode == "maskdp" else "add_remove")
     assert (rep["public_term"] is None) == (mode == "dpsgd")
@@ -371,3 +372,15 @@ def test_a_smaller_public_batch_is_drawn_at_its_own_rate_and_divides_the_public_
     assert "expected size 1" in t.privacy_report()["public_term"]
     with pytest.raises(ValueError, match="public_batch_size must be unset"):
         _dp_cfg("maskdp", accounting="paper", public_batch_size=2)
+
+
+@pytest.mark.parametrize(("mode", "private"), [("dpsgd", True), ("maskdp", False)])
+def test_mask_q_voids_only_the_masked_modes(data, mode, private):
+    """Issue 28 item 7: DP-SGD ignores the pixel mask (every pixel is private), so raw video with
+    mask q is a private DP-SGD run; MaskDP with q (Real*) treats the real person as public."""
+    train, _ = data
+    real_q = ClipDataset(train.store_url, "xsub", "train", "real", "q", **CLIP)
+    t = Trainer(build_action_model(3, arch="tiny", seed=8), real_q,
+                _dp_cfg(mode, variant="real", mask_source="q", epochs=1))  # fmt: skip
+    rep = t.privacy_report()
+    assert rep["private"] is private and (rep["epsilon"] == "inf") is (not private)
