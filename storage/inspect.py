@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,6 +62,8 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
                 "split": info.split,
                 "status": overall,
                 "frames": entry.attrs.get("frames"),
+                # where the source lies now (a moved corpus is known by its bytes: nothing recomputes)
+                "source": info.path,
                 # a user's ingest.max_frames cut the video: how many frames it has, how many kept
                 "frame_cap": entry.attrs.get("frame_cap"),
                 "source_frames": entry.attrs.get("source_frames"),
@@ -116,6 +119,13 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
         f"{s['videos']} videos: {s['done']} done, {s['partial']} partial, {s['failed']} failed, "
         f"{s['missing']} not started  ({report['store']}, dataset {report['dataset']})"
     )
+    folders: dict[str, int] = {}
+    for row in report["videos"]:
+        if row.get("source"):
+            d = os.path.dirname(str(row["source"]))
+            folders[d] = folders.get(d, 0) + 1
+    for d, n in folders.items():
+        out.append(f"  source: {d} ({n} video{'s' if n != 1 else ''})")
     for vid, stage, err in failures:
         reason = err if len(err) <= max_reason else err[: max_reason - 3] + "..."
         out.append(f"  failed: {vid} / {stage}: {reason}")

@@ -43,6 +43,8 @@ class StageDef:
     backend: Callable[[dict[str, Any]], str]
     #: extra inputs outside the store (e.g. the source file's identity) for the input hash
     external: Callable[[VideoEntry], str] | None = None
+    #: called under the claim before the input hash (ingest: legacy records, the source's path)
+    prepare: Callable[[VideoEntry], None] | None = None
 
 
 STAGES: dict[str, StageDef] = {}
@@ -53,12 +55,13 @@ def stage(
     deps: tuple[str, ...] = (),
     backend: Callable[[dict[str, Any]], str] | None = None,
     external: Callable[[VideoEntry], str] | None = None,
+    prepare: Callable[[VideoEntry], None] | None = None,
 ):
     """Register a stage's compute-and-write function."""
 
     def deco(fn):
         be = backend or (lambda c: str(c.get("backend", "default")))
-        STAGES[name] = StageDef(name, tuple(deps), fn, be, external)
+        STAGES[name] = StageDef(name, tuple(deps), fn, be, external, prepare)
         return fn
 
     return deco
@@ -136,6 +139,8 @@ def execute_stage(
     cfg = validate_stage(name, config.get(name))  # complete and canonical (a no-op on validated settings)
     with claim_video(store_url, video_id):
         entry = DatasetStore.open(store_url).video(video_id)
+        if sd.prepare is not None:
+            sd.prepare(entry)
         ihash = input_hash(entry, sd)
         chash = config_hash(hashed_settings(name, cfg))
         repaired = None

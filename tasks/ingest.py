@@ -17,17 +17,16 @@ For datasets with ground truth (the synthetic demo data) it also copies the grou
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import cv2
 import numpy as np
 
 from anonymask.errors import InvalidVideoError
-from anonymask.storage.hashing import file_checksum
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.video_io import VideoStream
 from anonymask.tasks.common import stage
+from anonymask.tasks.identity import cached_checksum, prepare_source, source_identity
 
 #: frames decoded, resized and written per step (one store chunk)
 BATCH = 16
@@ -47,17 +46,7 @@ def resize_video(frames: np.ndarray, hw: tuple[int, int], nearest: bool = False)
     return np.stack(out).astype(frames.dtype, copy=False)
 
 
-def source_identity(entry: VideoEntry) -> str:
-    """Path, size and mtime of the source: a replaced file re-ingests (and all downstream)."""
-    path = entry.info.path
-    try:
-        st = os.stat(path)
-    except (OSError, TypeError):
-        return f"{path}:missing"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
-
-
-@stage("ingest", deps=(), backend=lambda c: "pyav", external=source_identity)
+@stage("ingest", deps=(), backend=lambda c: "pyav", external=source_identity, prepare=prepare_source)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
@@ -97,7 +86,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         raise InvalidVideoError(info.path, "no frame rate: neither usable timestamps nor a stream rate")
     entry.update_attrs(
         source=str(info.path),
-        source_checksum=file_checksum(info.path),
+        source_checksum=cached_checksum(entry, info.path),
+        source_identity=source_identity(entry),
         fps=float(fps),
         fps_declared=rep.fps_declared,
         variable_frame_rate=bool(rep.vfr),
