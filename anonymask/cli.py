@@ -527,11 +527,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from anonymask.prefect_startup import configure_prefect_env, startup_errors
+    from anonymask.stopping import stop_on_signals
 
     configure_prefect_env()  # before anything imports prefect: its settings are read at import
     args = build_parser().parse_args(argv)
     try:
-        with startup_errors():
+        with stop_on_signals(), startup_errors():
             return int(args.func(args) or 0)
     except (AnonymaskError, ValueError) as e:
         print(f"anonymask: error: {e}", file=sys.stderr)

@@ -42,6 +42,37 @@ class PrefectStartupError(AnonymaskError):
     """Prefect's API server did not answer: nothing was computed, rerunning is safe."""
 
 
+def shield_temporary_server() -> None:
+    """Start Prefect's temporary server in a session of its own.
+
+    Ctrl-C in a terminal signals the whole process group. The temporary server used to be in it, so
+    it shut down at the same instant as the run, and the run could no longer record that it
+    crashed: the UI showed it "Running" forever. In its own session only this process stops it
+    (Prefect's exit hook, or :func:`anonymask.stopping.finish`). Applies to the launcher of the
+    pinned Prefect (3.8.x); another version keeps Prefect's own."""
+    import subprocess
+
+    import prefect
+    from prefect.server.api import server as srv
+    from prefect.settings import get_current_settings
+
+    cls = getattr(srv, "SubprocessASGIServer", None)
+    if cls is None or not prefect.__version__.startswith("3.8.") or getattr(cls, "_own_session", False):
+        return
+
+    def launch(self):
+        env = dict(os.environ, PREFECT_UI_ENABLED="0", PREFECT__SERVER_EPHEMERAL="1", PREFECT__SERVER_FINAL="1")
+        env.update(get_current_settings().to_environment_variables(exclude_unset=True))
+        app_dir = str(prefect.__module_path__.parent)
+        cmd = [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
+               "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+               "--log-level", "error", "--lifespan", "on"]
+        return subprocess.Popen(cmd, env=env, start_new_session=True)
+
+    cls._run_uvicorn_command = launch
+    cls._own_session = True
+
+
 def configure_prefect_env() -> None:
     """Defaults for this process and every process it starts (Dask workers, the temporary server)."""
     os.environ.setdefault(STARTUP_TIMEOUT_ENV, str(EPHEMERAL_STARTUP_TIMEOUT_S))
@@ -74,6 +105,7 @@ def prepare_database(echo: Callable[[str], None] | None = _to_stderr) -> bool:
     the database (``PREFECT_API_URL`` set)."""
     if not uses_temporary_server():
         return False
+    shield_temporary_server()
     import asyncio
 
     from prefect.server.database import provide_database_interface

@@ -15,7 +15,10 @@ def main(argv: list[str] | None = None) -> int:
 
     deployments = all_deployments()
     print(f"serving {len(deployments)} deployments", flush=True)
-    serve(*deployments, print_starting_message=True)
+    from anonymask.stopping import stop_on_signals
+
+    with stop_on_signals():  # SIGTERM too, and a hard stop within seconds: runs in flight are marked crashed
+        serve(*deployments, print_starting_message=True)
     return 0
 
 

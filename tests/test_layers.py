@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOUNDATION = ("anonymask.errors", "anonymask.compat", "anonymask.paths")  # and the package root
+FOUNDATION = ("anonymask.errors", "anonymask.compat", "anonymask.paths", "anonymask.stopping")  # + package root
 APP = "app"  # anonymask/*: cli, config, train_config, report, demo, preview, bench
 
 # what each folder may import (besides itself, the foundation and third-party packages)
