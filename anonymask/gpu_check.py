@@ -102,18 +102,23 @@ def section_mvit(rec: Recorder, cfg: dict, work: Path) -> None:
 
     device = _device()
     precision = "bfloat16" if device == "cuda" else "float32"
-    rec.set(phase="tail_steps", device=device, gpu=_gpu_name(), precision=precision, **cfg)
+    if device == "cuda":  # can the DP steps (vmap of grad) run under bf16 autocast here? if not: float32
+        probe = autocast_per_sample_grads_error(device)
+        rec.set(amp_probe_error=probe)
+        steps_precision = "float32" if probe else precision
+    else:
+        steps_precision = precision
+    rec.set(phase="tail_steps", device=device, gpu=_gpu_name(), precision=steps_precision,
+            prefix_precision=precision, **cfg)  # fmt: skip
+    kw = dict(arch=cfg["arch"], batch_size=cfg["batch_size"], num_classes=cfg["num_classes"],
+              repeats=cfg["repeats"], device=device, prefix_batch=cfg["prefix_batch"], prefix_precision=precision)
     try:
-        res = bench_tail_steps(arch=cfg["arch"], batch_size=cfg["batch_size"], num_classes=cfg["num_classes"],
-                               repeats=cfg["repeats"], device=device, precision=precision,
-                               prefix_batch=cfg["prefix_batch"])  # fmt: skip
-    except Exception as err:  # bf16 must not hide the numbers: say why, measure in float32
-        if precision == "float32":
+        res = bench_tail_steps(precision=steps_precision, **kw)
+    except Exception as err:  # bf16 must not hide the numbers: say why, measure the steps in float32
+        if steps_precision == "float32":
             raise
         rec.set(bfloat16_error=f"{type(err).__name__}: {err}", precision="float32", phase="tail_steps_float32")
-        res = bench_tail_steps(arch=cfg["arch"], batch_size=cfg["batch_size"], num_classes=cfg["num_classes"],
-                               repeats=cfg["repeats"], device=device, precision="float32",
-                               prefix_batch=cfg["prefix_batch"])  # fmt: skip
+        res = bench_tail_steps(precision="float32", **kw)
     steps = res["steps"]
     base = steps["nonprivate"]["median_s"]
     for r in steps.values():
@@ -192,6 +197,29 @@ def section_refine(rec: Recorder, cfg: dict, work: Path) -> None:
     )  # fmt: skip
 
 
+def autocast_per_sample_grads_error(device: str) -> str | None:
+    """None if per-sample gradients (vmap of grad, as the DP modes compute them) run under bf16
+    autocast on ``device``, else the error: a Linear then a LayerNorm, the pattern of every MViT
+    block. (On a CPU autocast this fails with torch 2.13: "expected scalar type BFloat16 but found
+    Float".)"""
+    import torch
+    from torch.func import functional_call, grad, vmap
+
+    net = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4)).to(device)
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    x = torch.randn(4, 5, 16, device=device)
+
+    def loss(p, xi):
+        return functional_call(net, p, (xi[None],)).float().sum()
+
+    try:
+        with torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16):
+            vmap(grad(loss), in_dims=(None, 0))(params, x)
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def section_paper_protocol(rec: Recorder, cfg: dict, work: Path, tiny: bool) -> None:
     """scripts/paper_protocol_dry_run.py: generate ``clips`` clips, build the cache, train, project."""
     if not DRY_RUN_SCRIPT.is_file():
@@ -203,6 +231,11 @@ def section_paper_protocol(rec: Recorder, cfg: dict, work: Path, tiny: bool) -> 
             "--gen-workers", str(gen_workers), "--work", str(work / "dry_run"), "--out", str(out)]  # fmt: skip
     if tiny:
         argv.append("--tiny")
+    if _device() == "cuda":  # the trainer's default on CUDA is bf16 autocast (amp): can the DP step run in it?
+        err = autocast_per_sample_grads_error("cuda")
+        rec.set(amp_probe_error=err)
+        if err:  # measure in float32 rather than fail: the error is the finding
+            argv.append("--no-amp")
     rec.set(phase="dry_run", argv=argv, gpu=_gpu_name(), dry_run_file=str(out))
     spec = importlib.util.spec_from_file_location("paper_protocol_dry_run", DRY_RUN_SCRIPT)
     module = importlib.util.module_from_spec(spec)

@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gen-workers", type=int, default=1, help="processes that generate the store (default 1)")
     p.add_argument("--tiny", action="store_true",
                    help="the same steps with the tiny network on 32x32 clips of 8 frames (seconds; tests)")
+    p.add_argument("--no-amp", action="store_true", help="train and cache in float32 on CUDA (default: bf16 autocast)")
     p.add_argument("--out", default="dry_run.json")
     a = p.parse_args(argv)
 
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     report["gen_workers"] = a.gen_workers
     overrides = {"weights": "random", "frame_stride": 1, "num_workers": a.workers, "eval_every": 0,
                  "compare_accountants": [], "log_every": 10**6}  # fmt: skip
+    if a.no_amp:
+        overrides["amp"] = False
     if a.tiny:
         overrides.update(arch="tiny", size=list(size), clip_len=8, batch_size=8, cache_batch_size=8)
     settings = train_settings(a.mode, "ntu", overrides=overrides)

@@ -104,6 +104,7 @@ def bench_tail_steps(
     device: str | None = None,
     precision: str = "float32",
     prefix_batch: int | None = None,
+    prefix_precision: str | None = None,
 ) -> dict:
     """Seconds per training step of each mode on the CACHED TAIL (what every epoch runs once the
     prefix features are cached), and the prefix forward that the cache saves, per clip.
@@ -115,7 +116,8 @@ def bench_tail_steps(
 
     ``device`` (default CPU) and ``precision`` ("float32", or "bfloat16": autocast around the prefix
     and every step, as the trainer and the cache do on CUDA); ``prefix_batch`` clips per prefix
-    forward (default ``batch_size``). On CUDA every timing synchronises the device.
+    forward (default ``batch_size``), in ``prefix_precision`` (default ``precision``). On CUDA every
+    timing synchronises the device.
     """
     import statistics
     from contextlib import nullcontext
@@ -125,8 +127,10 @@ def bench_tail_steps(
     from anonymask.models.privacy.fpdp import PublicSubspace
     from anonymask.models.privacy.mechanism import Inputs, PrivateStep
 
-    if precision not in ("float32", "bfloat16"):
-        raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
+    prefix_precision = prefix_precision or precision
+    for p in (precision, prefix_precision):
+        if p not in ("float32", "bfloat16"):
+            raise ValueError(f"precision must be float32 or bfloat16, got {p!r}")
     dev = torch.device(device or "cpu")
     cuda = dev.type == "cuda"
     g = torch.Generator().manual_seed(seed)
@@ -134,8 +138,8 @@ def bench_tail_steps(
     model = build_action_model(num_classes, arch=arch, clip_len=clip_len, size=size, seed=seed).to(dev)
     model.train()
 
-    def autocast():
-        return torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if precision == "bfloat16" else nullcontext()
+    def autocast(which: str = precision):
+        return torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if which == "bfloat16" else nullcontext()
 
     def sync() -> float:
         if cuda:
@@ -152,13 +156,13 @@ def bench_tail_steps(
     def labels(n: int) -> torch.Tensor:
         return torch.randint(0, num_classes, (n,), generator=g).to(dev)
 
-    def timed(step) -> dict:
-        with autocast():
+    def timed(step, which: str = precision) -> dict:
+        with autocast(which):
             step()  # warm-up (and FP-DP's first subspace)
         times = []
         for _ in range(repeats):
             t0 = sync()
-            with autocast():
+            with autocast(which):
                 step()
             times.append(sync() - t0)
         return {"median_s": statistics.median(times), "times_s": times}
@@ -182,14 +186,14 @@ def bench_tail_steps(
     x, y = feats(b), labels(b)
     out: dict = {"arch": arch, "batch_size": b, "feature_shape": list(fshape), "trainable_params":
                  sum(p.numel() for p in params.values()), "threads": torch.get_num_threads(),
-                 "device": str(dev), "precision": precision}  # fmt: skip
+                 "device": str(dev), "precision": precision, "prefix_precision": prefix_precision}  # fmt: skip
     pb = int(prefix_batch or b)
     if cuda:  # drawn on the device: a CPU draw of a batch of full-size clips takes longer than the forward
         clips = torch.randn(pb, 3, clip_len, *size, generator=torch.Generator(dev).manual_seed(seed), device=dev)
     else:
         clips = torch.randn(pb, 3, clip_len, *size, generator=g)
     with torch.no_grad():
-        prefix_t = timed(lambda: prefix(clips))
+        prefix_t = timed(lambda: prefix(clips), prefix_precision)
     clips = None  # frees the batch before the steps
     out["prefix_batch"] = pb
     out["prefix_forward_per_clip_s"] = prefix_t["median_s"] / pb
