@@ -9,7 +9,8 @@ kernel for ``deform_conv2d`` (plain torch) is registered too, for models that us
 convolutions (ProPainter's flow completion).
 
 Call :func:`ensure_torchvision` before the first ``import torchvision``. It does nothing when the
-real operators are present (CUDA torch, or a torchvision built for this torch).
+real operators are present (a torchvision built for this torch); on a GPU build of torch it imports
+torchvision first, so the real operators load before ours could be defined.
 """
 
 from __future__ import annotations
@@ -86,6 +87,15 @@ def ensure_torchvision() -> None:
     global _LIB
     if _LIB is not None or _has_op("nms"):
         return
+    if torch.version.cuda is not None or getattr(torch.version, "hip", None) is not None:
+        # A GPU build of torch: its torchvision's compiled operators load with it, and ours defined
+        # first would clash with their registration. Import it first; ours only if its ops are absent.
+        try:
+            import torchvision  # noqa: F401, PLC0415
+        except Exception:  # a mismatched torchvision: fall through to the CPU kernels
+            pass
+        if _has_op("nms"):
+            return
     lib = torch.library.Library("torchvision", "DEF")
     lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
     lib.impl("nms", _nms_cpu, "CPU")
