@@ -47,7 +47,7 @@ EXECUTION_ONLY = frozenset(
 
 #: most of the training videos FP-DP's ``holdout:<f>`` may use raw and noise-free (docs/RESULTS.md:
 #: the subspace needs only ``fpdp_public_size`` clips; a larger holdout only unprotects more people)
-HOLDOUT_MAX = 0.2
+from anonymask.models.privacy.fpdp import HOLDOUT_MAX  # noqa: E402
 
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegInt = Annotated[int, Field(ge=0)]

@@ -148,6 +148,7 @@ class PrivateStrategy:
         fixed_seeds: tuple[str, ...] = (),
         seeds: dict | None = None,
         disclosures: dict | None = None,
+        protection: str | None = None,
     ):
         from anonymask.models.privacy.accountant import Accountant
         from anonymask.models.privacy.mechanism import PrivateStep, mode_spec
@@ -178,6 +179,7 @@ class PrivateStrategy:
         self.not_private_reason = not_private_reason
         self.fixed_seeds = tuple(fixed_seeds)
         self.seeds = seeds
+        self.protection = protection
         self.disclosures = dict(disclosures or {})
         self.private_variants = ("private",) if spec.public_term == "public_tokens" else ("full",)
         self.public_variants: tuple[str, ...] = {"public_tokens": ("public",), "psi": (psi_variant,), None: ()}[
@@ -255,7 +257,7 @@ class PrivateStrategy:
             public_term=self.public_term_text(), psi=self.psi, mask_policy=self.mask_policy,
             dataset_fingerprint=self.dataset_fingerprint, compare_with=compare_with,
             not_private_reason=self.not_private_reason, fixed_seeds=self.fixed_seeds, seeds=self.seeds,
-            disclosures=self.disclosures,
+            disclosures=self.disclosures, protection=self.protection,
         )  # fmt: skip
         return rep.to_dict()
 

@@ -170,6 +170,7 @@ class Trainer:
         cls = STRATEGIES[cfg.mode]
         if cfg.mode == Mode.NONPRIVATE:
             return cls(micro_batch=cfg.micro_batch)
+        from anonymask.models.privacy.protects import protection_key
         from anonymask.models.privacy.seeds import ACTION_DERIVATION, seeds_record
 
         if cfg.accounting == "paper":  # Theorem 1 of the MaskDP paper: RDP, add/remove, sensitivity C
@@ -219,6 +220,9 @@ class Trainer:
                 else None
             ),
             seeds=seeds_record(cfg.noise_seed, cfg.sampling_seed, cfg.public_seed, ACTION_DERIVATION),
+            protection=protection_key(cfg.mode.value, adjacency, cfg.variant, source)
+            if not (cfg.mode == Mode.FPDP and cfg.fpdp_psi == "public")
+            else protection_key("maskdp", adjacency, cfg.variant, source),
             disclosures=self.disclosures,
         )
         if cfg.mode == Mode.FPDP:

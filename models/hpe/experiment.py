@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from anonymask.models.privacy.fpdp import HOLDOUT_MAX
 from anonymask.models.privacy.seeds import stream_seed
 
 from .data import PoseCrops, load_pose_crops, split_public
@@ -98,10 +99,18 @@ def run_hpe_experiment(
     config = model_config or PoseModelConfig()
     if isinstance(source, tuple):
         private, public, test = source
+        disclosures = None  # the caller's public crops: not known to come from the training videos
     else:
+        if not 0 < public_fraction <= HOLDOUT_MAX:
+            raise ValueError(f"public_fraction {public_fraction:g} is above the cap {HOLDOUT_MAX:g}: the public "
+                             "videos train raw and noise-free, with no protection")  # fmt: skip
         private, public, test = load_experiment_data(
             source, config.input_size, frame_stride=frame_stride, public_fraction=public_fraction, seed=seed
         )
+        ids = sorted(set(public.video_ids.tolist()))
+        disclosures = {"unprotected_videos": ids, "unprotected_count": len(ids),
+                       "unprotected_source": f"public_fraction:{public_fraction:g}",
+                       "unprotected_why": "training videos held out as the public set: used raw and noise-free"}  # fmt: skip
     if private.keypoints.shape[1] != config.num_keypoints:
         raise ValueError(f"crops have {private.keypoints.shape[1]} keypoints, the model config {config.num_keypoints}")
     # private streams from the OS unless private_seed asks for a reproducible table (pairwise different)
@@ -125,13 +134,14 @@ def run_hpe_experiment(
                 cfg = HPETrainConfig(
                     **{**base, "strategy": strategy, "mode": mode, "target_epsilon": None if mode == "nonprivate" else eps}
                 )
-                result = train_pose_model(model, private, cfg, public=public, test=test)
+                result = train_pose_model(model, private, cfg, public=public, test=test, disclosures=disclosures)
                 row = result.summary()
                 # no private-set size: it is a function of the private data outside the accountant
                 row.update({
                     "epsilon_target": eps, "backbone_init": model.backbone_init, "n_public": len(public),
                     "n_test": len(test), "epochs": float(epochs), "private": result.privacy.get("private"),
-                    "record": result.privacy.get("record"),
+                    "record": result.privacy.get("record"), "unprotected_videos": (disclosures or {}).get(
+                        "unprotected_videos", []),
                 })  # fmt: skip
                 rows.append(row)
                 if progress is not None:

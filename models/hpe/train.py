@@ -310,7 +310,7 @@ def _optimizer(cfg: HPETrainConfig, params: list[Tensor]) -> torch.optim.Optimiz
 
 
 def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, q: float,
-                    psi: dict | None = None) -> dict:  # fmt: skip
+                    psi: dict | None = None, disclosures: dict | None = None) -> dict:  # fmt: skip
     """The run's report. No dataset fingerprint and no realised counts: both are functions of the
     private data outside the accountant (DESIGN.md invariant 12)."""
     seeds = seeds_record(cfg.noise_seed, cfg.sampling_seed, cfg.public_seed)
@@ -325,7 +325,7 @@ def _privacy_report(cfg: HPETrainConfig, ledger: Accountant | None, steps: int, 
         public_term = f"psi(x) (Gaussian blur), noise-free, on {drawn}"
     rep = PrivacyReport.from_accountant(
         cfg.mode, ledger, cfg.delta, cfg.max_grad_norm, accounting=cfg.accounting, record=cfg.record,
-        public_term=public_term, psi=psi, compare_with=(), seeds=seeds,
+        public_term=public_term, psi=psi, compare_with=(), seeds=seeds, disclosures=disclosures,
         fixed_seeds=tuple(name for name in ("noise_seed", "sampling_seed") if getattr(cfg, name) is not None),
     )  # fmt: skip
     return rep.to_dict()
@@ -339,11 +339,14 @@ def train_pose_model(
     test: PoseCrops | None = None,
     progress: Callable[[dict], None] | None = None,
     inspect: Callable[[int, GradientRule], None] | None = None,
+    disclosures: dict | None = None,
 ) -> HPETrainResult:
     """Train ``model`` in place on the private ``train`` crops; evaluate on ``test`` per epoch.
 
     ``public`` is needed by projdp and fpdp (the subspace's public set). ``inspect(step, rule)``
-    is called after every step (audits and tests read ``rule.last_parts``; never log it). The returned history has,
+    is called after every step (audits and tests read ``rule.last_parts``; never log it).
+    ``disclosures``: data used without protection (e.g. training videos held out as the public
+    set), stated in the privacy report. The returned history has,
     per epoch: steps, epsilon spent so far (DP modes), the mean train loss (non-private only: a DP
     run releases nothing but its noisy gradients) and the test metrics.
     """
@@ -444,7 +447,7 @@ def train_pose_model(
 
     final = {k[5:]: v for k, v in history[-1].items() if k.startswith("test_")} if history else {}
     return HPETrainResult(
-        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, psi),
+        model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, psi, disclosures),
         sigma=sigma, steps=steps, sample_rate=q, seconds=time.perf_counter() - t0, final=final,
     )  # fmt: skip
 

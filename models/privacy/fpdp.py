@@ -27,6 +27,13 @@ PAPER_BLUR_SIGMA_PX = 10.0
 PAPER_BLUR_REFERENCE_PX = 256
 
 
+#: the largest fraction of the TRAINING videos that may be held out as FP-DP's public set. Those
+#: videos train raw and noise-free, with no protection at all; the subspace needs only a few dozen
+#: samples (fpdp_public_size, 64 by default), so a larger holdout buys nothing but exposure. 0.2
+#: still leaves the tiny synthetic sets (5-10 training videos) one or two public videos.
+HOLDOUT_MAX = 0.2
+
+
 def blur_floor(size: tuple[int, int]) -> float:
     """Weakest blur sigma (px) accepted as psi at input size (H, W): the paper's, scaled."""
     return PAPER_BLUR_SIGMA_PX * min(int(size[0]), int(size[1])) / PAPER_BLUR_REFERENCE_PX

@@ -79,6 +79,8 @@ class PrivacyReport:
     seeds: dict | None = None
     #: data used WITHOUT protection, named (e.g. FP-DP's holdout: {"unprotected_videos": [...]})
     disclosures: dict = field(default_factory=dict)
+    #: the run's row of the "What each mode protects" table (protects.PROTECTS)
+    protection: str = ""
     #: epsilon of the same history under other accountants (e.g. {"pld": 3.98}), or, for the
     #: paper's accounting, what a sound analysis gives for that same-batch mechanism
     epsilon_other: dict[str, float] = field(default_factory=dict)
@@ -118,6 +120,7 @@ class PrivacyReport:
         fixed_seeds: Sequence[str] = (),
         seeds: dict | None = None,
         disclosures: dict | None = None,
+        protection: str | None = None,
     ) -> PrivacyReport:
         """Report of a private run from its ledger.
 
@@ -127,8 +130,11 @@ class PrivacyReport:
         reported as inf and the reason stated. ``fixed_seeds``: randomness the settings fixed (for a
         reproducible experiment); the guarantee then holds only while those seeds stay secret.
         """
+        from .protects import guarantee_scope, protection_key
+
         history = ledger.history
         adjacency = ledger.adjacency
+        protection = protection or protection_key(mode, adjacency)
         q, sigma = (history[-1][0], history[-1][1]) if history else (0.0, math.inf)
         eps = ledger.epsilon(delta)
         others: dict[str, float] = {}
@@ -153,6 +159,8 @@ class PrivacyReport:
                 if private
                 else "none: sigma = 0 (no noise), epsilon is infinite"
             )
+            if private:
+                guarantee += f"; {guarantee_scope(protection)}"
             if private and fixed_seeds:
                 guarantee += f"; holds only while the fixed {' and '.join(fixed_seeds)} stay secret"
         if psi and psi.get("below_paper_floor") and not not_private_reason:
@@ -169,7 +177,7 @@ class PrivacyReport:
             guarantee=guarantee, record=record, public_term=public_term, psi=psi,
             labels="public" if mode in LABELS_PUBLIC else "private", mask_policy=mask_policy,
             dataset_fingerprint=dataset_fingerprint, epsilon_other=others, history=history, notes=notes,
-            seeds=seeds, disclosures=dict(disclosures or {}),
+            seeds=seeds, disclosures=dict(disclosures or {}), protection=protection,
         )  # fmt: skip
 
     @classmethod

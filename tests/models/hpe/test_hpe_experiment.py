@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from anonymask.models.hpe.data import split_public
 from anonymask.models.hpe.experiment import main, results_details, results_table, run_hpe_experiment
 from anonymask.models.hpe.model import tiny_config
@@ -49,4 +51,8 @@ def test_command_line_entry_point(tiny_dataset, tmp_path, capsys):
     assert code == 0
     rows = json.loads(out.read_text())
     assert [(r["mode"], r["epsilon_target"]) for r in rows] == [("nonprivate", "inf"), ("fpdp", 4.0)]
+    # the public videos train raw: named in every row (issue 28 item 4); a larger holdout is refused
+    assert all(r["unprotected_videos"] and r["record"] == "video" for r in rows)
+    with pytest.raises(ValueError, match="above the cap"):
+        main(["--root", str(tiny_dataset), "--modes", "nonprivate", "--epochs", "1", "--public-fraction", "0.5"])
     assert "| frozen | fpdp |" in md.read_text() and "| frozen | fpdp |" in capsys.readouterr().out
