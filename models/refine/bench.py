@@ -136,6 +136,9 @@ def build_full_size_random_weights(
         adapter = MotionAdapter(**animatediff_v152_adapter_config()).to(dtype)
         vae = AutoencoderKL(**sd_vae_config()).to(dtype)
         text_encoder = CLIPTextModel(CLIPTextConfig(**clip_vit_l14_text_config(byte_vocab()))).to(dtype)
+    if device is not None:  # saved from host memory, as from a CPU build
+        unet, adapter, vae, text_encoder = (m.to("cpu") for m in (unet, adapter, vae, text_encoder))
+        controlnets = {k: m.to("cpu") for k, m in controlnets.items()}
     return save_refiner_folder(
         folder,
         unet=unet,
