@@ -67,10 +67,26 @@ def shield_temporary_server() -> None:
         cmd = [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory",
                "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
                "--log-level", "error", "--lifespan", "on"]
-        return subprocess.Popen(cmd, env=env, start_new_session=True)
+        # it must still end with this process, even on kill -9: the kernel sends it SIGTERM when the
+        # thread that started it ends, so only when that thread is the main one (it lives as long)
+        import threading
+
+        on_death = _die_with_parent if threading.current_thread() is threading.main_thread() else None
+        return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=on_death)
 
     cls._run_uvicorn_command = launch
     cls._own_session = True
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent dies (Linux ``PR_SET_PDEATHSIG``)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the server then outlives a kill -9 of this process, as Prefect's own does
 
 
 def configure_prefect_env() -> None:
