@@ -260,6 +260,18 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_privacy_audit(args: argparse.Namespace) -> int:
+    from anonymask.privacy_audit import audit_lines
+
+    if not Path(args.run_dir).is_dir():
+        print(f"anonymask privacy audit: error: {args.run_dir} is not a run folder", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    lines, ok = audit_lines(args.run_dir)
+    print("\n".join(lines))
+    print("audit: " + ("all checks passed" if ok else f"{sum(not ln.startswith('PASS') for ln in lines)} check(s) failed"))
+    return EXIT_OK if ok else EXIT_SOME_FAILED
+
+
 # ---------------------------------------------------------------------------- demo data
 def cmd_generate(args: argparse.Namespace) -> int:
     from anonymask.models.synthetic.generator import generate_demo
@@ -436,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-dir", default=None, help="run log folder (default $ANONYMASK_DATA/logs)")
     s.set_defaults(func=cmd_anonymize)
 
-    s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, or sigma for a target")
+    s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, sigma for a target, audit a run")
     psub = s.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
     for what in ("epsilon", "sigma"):
         w = psub.add_parser(what, prog=f"anonymask privacy {what}")
@@ -463,6 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0])
     w.add_argument("--json", action="store_true")
     w.set_defaults(func=cmd_privacy_compare)
+
+    w = psub.add_parser("audit", prog="anonymask privacy audit",
+                        help="re-check a finished run's privacy claim from its folder (exit 1 on any failure)")
+    w.add_argument("run_dir", help="a training run folder (privacy.json, config.json, metrics.json, result.md)")
+    w.set_defaults(func=cmd_privacy_audit)
 
     s = sub.add_parser("generate", help="generate the synthetic dataset (demo/synthetic/tiny preset)")
     s.add_argument("--preset", default="demo")

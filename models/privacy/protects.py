@@ -4,7 +4,8 @@
 Why one source: a user choosing between DP-SGD and MaskDP must see that MaskDP's epsilon covers
 only the real pixels of one video, while membership, the label, the motion and body shape (the
 avatar comes from pose4d on the raw video) train noise-free. The table in README.md and
-docs/ARCHITECTURE.md is ``protects_markdown()`` verbatim (a test checks it), and a run's report
+docs/ARCHITECTURE.md is ``protects_markdown()`` verbatim (a test checks it; ``python -m anonymask.models.privacy.protects README.md
+docs/ARCHITECTURE.md`` rewrites them), and a run's report
 names the protected and unprotected columns of its own row (``guarantee_scope``).
 
 Epsilon is per record (a video): one person in k videos gets k-fold group privacy at best, so
@@ -42,7 +43,7 @@ PROTECTS: dict[str, tuple[str, dict[str, str]]] = {
     }),
     "maskdp_rend_diff": ("MaskDP on Rend.+Diff (mask r)", {
         "membership": NO, "label": NO,
-        "pixels": "yes outside the avatar; the refined avatar is computed from the raw crop (public by convention)",
+        "pixels": "outside the avatar only: the refined avatar is computed from the raw crop (public by convention)",
         "bystanders": YES, "motion": NO, "across": NO,
     }),
     "fpdp": ("FP-DP (psi = paper's blur)", {
@@ -82,11 +83,27 @@ def protection_key(mode: str, adjacency: str = "add_remove", variant: str = "ren
 
 
 def guarantee_scope(key: str) -> str:
-    """``protects: ...; not protected: ...`` of a row, for the run's guarantee sentence."""
+    """``protects: ...; partly: ...; not protected: ...`` of a row, for the run's guarantee sentence
+    (a cell starting "yes" is protected, "no" is not, anything else is partial and quoted)."""
     _, cells = PROTECTS[key]
     yes = [name for aspect, name in ASPECTS if cells[aspect].startswith("yes")]
-    no = [name for aspect, name in ASPECTS if not cells[aspect].startswith("yes")]
-    return f"protects: {', '.join(yes) or 'nothing'}; not protected: {', '.join(no) or 'nothing'}"
+    no = [name for aspect, name in ASPECTS if cells[aspect].startswith("no")]
+    partly = [f"{name} ({cells[aspect]})" for aspect, name in ASPECTS if not cells[aspect].startswith(("yes", "no"))]
+    text = f"protects: {', '.join(yes) or 'nothing in full'}"
+    if partly:
+        text += f"; partly: {', '.join(partly)}"
+    return text + f"; not protected: {', '.join(no) or 'nothing'}"
+
+
+def write_docs(paths: list[str]) -> None:
+    """Replace the table between the protects-table markers of each file (README, ARCHITECTURE)."""
+    import re
+    from pathlib import Path
+
+    pattern = re.compile(r"(<!-- protects-table:start[^>]*-->\n).*?(<!-- protects-table:end -->)", re.S)
+    for path in paths:
+        text = Path(path).read_text()
+        Path(path).write_text(pattern.sub(lambda m: m.group(1) + protects_markdown() + m.group(2), text))
 
 
 def protects_markdown() -> str:
@@ -96,3 +113,9 @@ def protects_markdown() -> str:
     for label, cells in PROTECTS.values():
         lines.append(f"| {label} | " + " | ".join(cells[a] for a, _ in ASPECTS) + " |")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    write_docs(sys.argv[1:])
