@@ -25,7 +25,7 @@ for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
 done
 if [ -z "$PY" ]; then
   if [ "$TINY" = 1 ]; then echo "gpu-check: no Python with torch found"; exit 1; fi
-  echo "gpu-check: no CUDA GPU visible to torch here (nothing measured; \`make gpu-check ARGS=--tiny\` runs the toy-size check on CPU)"
+  echo "gpu-check: no CUDA GPU visible to torch here (nothing measured; \`make gpu-check GPU_CHECK_ARGS=--tiny\` runs the toy-size check on CPU)"
   exit 2
 fi
 PY=$(command -v "$PY")
