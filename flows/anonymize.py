@@ -31,6 +31,7 @@ from anonymask.config import pipeline_config, runner_config
 from anonymask.errors import VideoBusyError, VideoTimeoutError
 from anonymask.models.stage_settings import check_weights
 from anonymask.storage.datasets import check_video_ids, get_adapter
+from anonymask.storage.faults import fault_line
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.artifacts import artifact_key
 from anonymask.tasks.common import ORDER, run_video
@@ -82,6 +83,10 @@ def anonymize_video(
         return Failed(message=str(e))
     except VideoTimeoutError as e:
         return Failed(message=f"budget: {e}")
+    except OSError as e:  # a full or read-only store outside a stage (its claim): one line, no traceback
+        if fault_line(e, store_url) is None:
+            raise
+        return Failed(message=fault_line(e, store_url, video_id))
     return video_result(store_url, video_id, results, t0)
 
 
@@ -110,7 +115,7 @@ def video_task(
     except VideoTimeoutError as e:
         return Failed(message=f"budget: {e}")
     except Exception as e:
-        return Failed(message=failure_message(stage_now["name"], e))
+        return Failed(message=failure_message(stage_now["name"], e, store_url))
     return video_result(store_url, video_id, results, t0)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import math
 import time
 import traceback
@@ -28,6 +29,7 @@ from zarr.codecs import ZstdCodec
 
 from anonymask import PIPELINE_VERSION
 from anonymask.errors import InputsChangedError, StoreError
+from anonymask.storage.faults import fault_line, storage_oserror
 from anonymask.storage.hashing import ArrayHasher, array_checksum, combine_hashes, config_hash
 
 CLIP_FRAMES = 16
@@ -304,6 +306,8 @@ class VideoEntry:
         self.store = store
         self.video_id = video_id
         self.group = group
+        #: arrays created while a stage runs (freed again when a storage fault fails it)
+        self._created: list[str] | None = None
 
     def __repr__(self) -> str:
         return f"VideoEntry({self.store.url!r}, {self.video_id!r})"
@@ -353,6 +357,8 @@ class VideoEntry:
         ``CLIP_FRAMES`` even for a short first guess. ``shard_bytes``: a smaller shard, for
         arrays of which a stage writes many at once (one per track), each holding a shard.
         """
+        if self._created is not None:
+            self._created.append(name)
         parent, leaf = self._parent_and_leaf(name, create=True)
         shape = tuple(int(s) for s in shape)
         if frame_chunked and len(shape) >= 2:
@@ -512,23 +518,37 @@ class VideoEntry:
             "pipeline_version": PIPELINE_VERSION,
         }
         t0 = time.perf_counter()
+        self._created = []
         try:
             yield writer
             changed = inputs_unchanged() if inputs_unchanged is not None else None
             if changed:
                 raise InputsChangedError(f"{self.video_id}/{stage}: inputs changed while it ran ({changed})")
         except BaseException as e:
+            fault = fault_line(e, self.store.url, f"{self.video_id}/{stage}")
+            err = StoreError(fault) if fault else e
+            if fault and storage_oserror(e).errno in (errno.ENOSPC, errno.EDQUOT):
+                self._drop_created()  # incomplete anyway: the space goes back to the record and other videos
             rec = dict(
                 base,
                 status=STATUS_FAILED,
-                error=f"{type(e).__name__}: {e}",
+                error=f"{type(err).__name__}: {err}",
                 traceback=traceback.format_exc(limit=8),
                 seconds=round(time.perf_counter() - t0, 3),
                 finished_at=_now(),
                 outputs={},
                 metrics=writer.metrics,
             )
-            self.write_record(stage, rec)
+            try:
+                self.write_record(stage, rec)
+            except OSError:
+                if not fault:
+                    raise
+                # the store takes no record either: without a complete one the stage reruns
+            finally:
+                self._created = None
+            if fault:
+                raise err from e
             raise
         rec = dict(
             base,
@@ -539,7 +559,27 @@ class VideoEntry:
             outputs=writer.outputs,
             metrics=writer.metrics,
         )
-        self.write_record(stage, rec)
+        try:
+            self.write_record(stage, rec)
+        except OSError as e:  # complete arrays, but no record: they would be recomputed anyway
+            fault = fault_line(e, self.store.url, f"{self.video_id}/{stage} (its record)")
+            if not fault:
+                raise
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._drop_created()
+            raise StoreError(fault) from e
+        finally:
+            self._created = None
+
+    def _drop_created(self) -> None:
+        """Delete the arrays the failing stage created (no complete record lists them)."""
+        for name in dict.fromkeys(self._created or []):
+            try:
+                parent, leaf = self._parent_and_leaf(name, create=False)
+                if leaf in parent:
+                    del parent[leaf]
+            except Exception:  # best effort: a later run overwrites them anyway
+                pass
 
     # ------------------------------------------------------------------ metrics
     def metrics(self) -> dict[str, Any]:

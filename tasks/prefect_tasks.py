@@ -11,11 +11,16 @@ from prefect.states import Failed
 from anonymask.tasks.common import execute_stage
 
 
-def failure_message(stage: str, e: BaseException) -> str:
-    """One line: the stage and the error (whose text names the file for input errors)."""
+def failure_message(stage: str, e: BaseException, store_url: str | None = None) -> str:
+    """One line: the stage and the error (whose text names the file for input errors; a full,
+    read-only or permission-denied store or source is named with the cause in words)."""
     from anonymask.errors import AnonymaskError
+    from anonymask.storage.faults import fault_line
 
-    text = str(e) if isinstance(e, AnonymaskError) else f"{type(e).__name__}: {e}"
+    if isinstance(e, AnonymaskError):
+        text = str(e)
+    else:
+        text = fault_line(e, store_url) or f"{type(e).__name__}: {e}"
     return f"{stage}: {text}"
 
 
@@ -31,4 +36,4 @@ def stage_task(
     try:
         return execute_stage(store_url, video_id, name, config, verify_done)
     except Exception as e:
-        return Failed(message=failure_message(name, e))
+        return Failed(message=failure_message(name, e, store_url))
