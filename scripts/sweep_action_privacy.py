@@ -43,7 +43,7 @@ def main() -> int:
             plan.append((mode, eps, "render", 1, {}))
     t0 = time.perf_counter()
     for i, (mode, eps, variant, seed, extra) in enumerate(plan, 1):
-        overrides = dict(common, seed=seed, noise_seed=seed, sampling_seed=seed, public_seed=seed + 100, **extra)
+        overrides = dict(common, seed=seed, noise_seed=seed, sampling_seed=seed + 50, public_seed=seed + 100, **extra)
         state = train(mode=mode, dataset="synthetic", store=store, epsilon=eps, variant=variant,
                       overrides=overrides, runs_dir=runs_dir, return_state=True)  # fmt: skip
         print(f"[{i}/{len(plan)}] {mode} eps={eps} {variant} seed={seed} {extra}: {state.name} "

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in a.seeds:
         for mode, eps in plan:
             t0 = time.perf_counter()
-            overrides = dict(fine, seed=seed, noise_seed=seed, sampling_seed=seed, public_seed=seed + 100)
+            overrides = dict(fine, seed=seed, noise_seed=seed, sampling_seed=seed + 50, public_seed=seed + 100)
             res = train(mode=mode, dataset="synthetic", store=sets["private"], epsilon=eps, variant="render",
                         overrides=overrides, runs_dir=str(runs))  # fmt: skip
             log(f"{mode} eps={eps} seed={seed}: top-1 {res['metrics']['top1']:.3f} "
