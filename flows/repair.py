@@ -45,7 +45,25 @@ def video_config(store: DatasetStore, video_id: str) -> dict[str, Any]:
 
 
 def repair_store(store_url: str, res: VerifyResult, run: bool = True) -> dict[str, Any]:
-    """Repair what ``res`` (verify's result) found; returns what was marked and the run summary."""
+    """Repair what ``res`` (verify's result) found; returns what was marked and the run summary.
+
+    A store that cannot be written (read-only, permission denied, full) is one StoreError line
+    naming it, before anything is marked or when it happens on the way."""
+    from anonymask.errors import StoreError
+    from anonymask.storage.faults import fault_line
+    from anonymask.storage.preflight import check_store_target
+
+    check_store_target(store_url)
+    try:
+        return _repair_store(store_url, res, run)
+    except OSError as e:
+        line = fault_line(e, store_url, "the repair")
+        if line is None:
+            raise
+        raise StoreError(line) from None
+
+
+def _repair_store(store_url: str, res: VerifyResult, run: bool) -> dict[str, Any]:
     import time
 
     from anonymask.tasks.common import repair_video
@@ -90,7 +108,7 @@ def _rerun(store_url: str, video_id: str) -> dict[str, Any]:
     except Exception as e:
         stage = ORDER[len(done)] if len(done) < len(ORDER) else ""
         logging.getLogger("anonymask").error("repair of %s failed", video_id, exc_info=True)
-        return {"video": video_id, "stage": stage, "error": failure_message(stage, e).partition(": ")[2],
+        return {"video": video_id, "stage": stage, "error": failure_message(stage, e, store_url).partition(": ")[2],
                 "frames": 0}
     frames = int(DatasetStore.open(store_url).video(video_id).attrs.get("frames") or 0)
     return {"video": video_id, "stage": "", "error": "", "frames": frames}

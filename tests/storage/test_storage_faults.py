@@ -195,3 +195,23 @@ def test_injected_enospc_fails_the_stage_in_one_line_and_keeps_finished_stages(t
     assert all(e.record(n)["status"] == "done" for n in ORDER[: ORDER.index("render")])
     assert execute_stage(url, info.video_id, "render", cfg)["status"] == "done"
     assert np.asarray(e.read("render/rgb")).shape[0] == e.num_frames
+
+
+def test_repair_of_a_read_only_store_is_one_line(tiny_anonymized, tmp_path):
+    """``verify`` reads a read-only store; ``verify --repair`` says in one line that it cannot
+    write it (before it marks anything), not a traceback from the first lock file."""
+    import shutil
+
+    with tmpfs(tmp_path / "mnt", "64m") as mnt:
+        store = mnt / "s.zarr"
+        shutil.copytree(tiny_anonymized, store)
+        chunk = next(p for p in (store / "videos").rglob("merged/c/**/*") if p.is_file())
+        chunk.write_bytes(b"garbage")
+        remount(mnt, "ro")
+        cli = [sys.executable, "-m", "anonymask.cli", "verify", str(store)]
+        v = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+        assert v.returncode == 1 and "DAMAGED" in v.stdout, (v.stdout, v.stderr[-2000:])
+        r = subprocess.run([*cli, "--repair"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, (r.stdout, r.stderr[-2000:])
+        assert "Traceback" not in r.stdout + r.stderr
+        assert f"anonymask: error: {store}: store folder is not writable (read-only file system)" in r.stderr
