@@ -377,7 +377,7 @@ def _unprotected_text(privacy: dict[str, Any]) -> str:
     if not d:
         return "none"
     if "unprotected_videos" in d:
-        return f"{d['unprotected_count']} videos ({d['unprotected_source']}): {', '.join(d['unprotected_videos'])}"
+        return f"{d['unprotected_count']} video(s) ({d['unprotected_source']}): {', '.join(d['unprotected_videos'])}"
     return str(d.get("unprotected_why") or d)
 
 
