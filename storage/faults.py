@@ -32,7 +32,7 @@ def storage_oserror(e: BaseException | None) -> OSError | None:
         seen.add(id(e))
         if isinstance(e, OSError) and e.errno in FAULTS:
             return e
-        e = e.__cause__ or e.__context__
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
     return None
 
 

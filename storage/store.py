@@ -28,7 +28,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 from anonymask import PIPELINE_VERSION
-from anonymask.errors import InputsChangedError, StoreError
+from anonymask.errors import AnonymaskError, InputsChangedError, StoreError
 from anonymask.storage.faults import fault_line, storage_oserror
 from anonymask.storage.hashing import ArrayHasher, array_checksum, combine_hashes, config_hash
 
@@ -525,7 +525,8 @@ class VideoEntry:
             if changed:
                 raise InputsChangedError(f"{self.video_id}/{stage}: inputs changed while it ran ({changed})")
         except BaseException as e:
-            fault = fault_line(e, self.store.url, f"{self.video_id}/{stage}")
+            # our own errors already name the file at fault (a source the user cannot read, ...)
+            fault = None if isinstance(e, AnonymaskError) else fault_line(e, self.store.url, f"{self.video_id}/{stage}")
             err = StoreError(fault) if fault else e
             if fault and storage_oserror(e).errno in (errno.ENOSPC, errno.EDQUOT):
                 self._drop_created()  # incomplete anyway: the space goes back to the record and other videos

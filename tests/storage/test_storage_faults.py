@@ -9,6 +9,7 @@ uninterrupted run."""
 import contextlib
 import errno
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -152,16 +153,19 @@ def test_store_turns_read_only_mid_run_then_resume(tiny_dataset, tiny_anonymized
         assert_same_as(store, tiny_anonymized)
 
 
-def test_injected_enospc_fails_the_stage_in_one_line_and_keeps_finished_stages(tiny_dataset, tmp_path,
-                                                                                monkeypatch):
-    """Where no tmpfs can be mounted: a writer that raises ENOSPC after a few chunks, at the
-    store layer. The stage fails with one line naming the store, its partial arrays are freed,
-    its failed record is written, and the stages before it stay done and verified."""
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
+def test_injected_write_fault_fails_the_stage_in_one_line_and_keeps_finished_stages(tiny_dataset, tmp_path,
+                                                                                    monkeypatch, code):
+    """Where no tmpfs can be mounted (and for permission denied, which root never meets): a
+    writer that raises after a few chunks, at the store layer. The stage fails with one line
+    naming the store and the cause, its failed record is written, a full disk gets the stage's
+    partial arrays back, and the stages before it stay done and verified."""
     import zarr
 
     from anonymask.config import pipeline_config
     from anonymask.errors import StoreError
     from anonymask.storage.datasets import get_adapter
+    from anonymask.storage.faults import FAULTS
     from anonymask.tasks.common import ORDER, execute_stage
 
     url = str(tmp_path / "s.zarr")
@@ -177,7 +181,7 @@ def test_injected_enospc_fails_the_stage_in_one_line_and_keeps_finished_stages(t
     def full_after_two(self, key, value):
         writes["n"] += 1
         if writes["n"] > 2:
-            raise OSError(errno.ENOSPC, "No space left on device", f"{url}/videos/x/c/0.{uuid.uuid4().hex}.partial")
+            raise OSError(code, os.strerror(code), f"{url}/videos/x/c/0.{uuid.uuid4().hex}.partial")
         return real(self, key, value)
 
     monkeypatch.setattr(zarr.Array, "__setitem__", full_after_two)
@@ -185,11 +189,12 @@ def test_injected_enospc_fails_the_stage_in_one_line_and_keeps_finished_stages(t
         execute_stage(url, info.video_id, "render", cfg)
     monkeypatch.setattr(zarr.Array, "__setitem__", real)
     line = str(exc.value)
-    assert line.startswith(f"{url}: no space left on device while writing {info.video_id}/render"), line
+    assert line.startswith(f"{url}: {FAULTS[code]} while writing {info.video_id}/render"), line
     e = DatasetStore.open(url).video(info.video_id)
     rec = e.record("render")
-    assert rec["status"] == "failed" and "no space left on device" in rec["error"]
-    assert not e.has_array("render/rgb")  # the partial output was freed
+    assert rec["status"] == "failed" and FAULTS[code] in rec["error"]
+    if code == errno.ENOSPC:
+        assert not e.has_array("render/rgb")  # the partial output was freed
     res = verify_store(DatasetStore.open(url, mode="r"), deps=stage_deps())
     assert not res.damaged, res.damaged
     assert all(e.record(n)["status"] == "done" for n in ORDER[: ORDER.index("render")])
@@ -215,3 +220,36 @@ def test_repair_of_a_read_only_store_is_one_line(tiny_anonymized, tmp_path):
         assert r.returncode == 2, (r.stdout, r.stderr[-2000:])
         assert "Traceback" not in r.stdout + r.stderr
         assert f"anonymask: error: {store}: store folder is not writable (read-only file system)" in r.stderr
+
+
+def test_permission_denied_source_is_one_line_naming_the_file(tiny_dataset, tmp_path, monkeypatch):
+    """A source this user may not read (root reads everything, so the denial is injected where
+    the file is opened): the checksum gives up quietly and ingest fails naming the file."""
+    import builtins
+
+    import av
+
+    from anonymask.config import pipeline_config
+    from anonymask.errors import InvalidVideoError
+    from anonymask.storage.datasets import get_adapter
+    from anonymask.tasks.common import ORDER, execute_stage
+
+    url = str(tmp_path / "s.zarr")
+    cfg = pipeline_config("demo", {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}})
+    s = DatasetStore.create(url, "demo", source=str(tiny_dataset), stages=ORDER, config=cfg)
+    info = next(iter(get_adapter("demo", tiny_dataset).records()))
+    s.register_videos([info])
+    src = os.path.realpath(info.path)
+
+    def deny(real):
+        def opener(p, *a, **k):
+            if isinstance(p, (str, os.PathLike)) and os.path.realpath(str(p)) == src:
+                raise PermissionError(errno.EACCES, "Permission denied", str(p))
+            return real(p, *a, **k)
+        return opener
+
+    monkeypatch.setattr(builtins, "open", deny(builtins.open))
+    monkeypatch.setattr(av, "open", deny(av.open))
+    with pytest.raises(InvalidVideoError) as exc:
+        execute_stage(url, info.video_id, "ingest", cfg)
+    assert str(exc.value) == f"{info.path}: cannot be read (permission denied)"
