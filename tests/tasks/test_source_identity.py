@@ -129,3 +129,29 @@ def test_symlinked_corpus_shares_the_checksum_cache(tiny_dataset, tmp_path, wher
     e = s.video("v")
     assert cached_checksum(e, link) == cached_checksum(e, src)
     assert list(e.attrs["source_checksums"]) == [os.path.realpath(src)]
+
+
+@pytest.mark.slow
+def test_cli_moved_corpus_is_all_skipped(tiny_dataset, tmp_path):
+    """The same through `anonymask anonymize` (Prefect flow, one task per stage): 0 done after `mv`."""
+    import shutil
+
+    a, b = tmp_path / "a" / "raw", tmp_path / "b" / "raw"
+    shutil.copytree(tiny_dataset, a)
+    store = tmp_path / "s.zarr"
+    env = dict(os.environ, ANONYMASK_LOG_DIR=str(tmp_path / "logs"))
+
+    def anonymize(src):
+        p = subprocess.run([sys.executable, "-m", "anonymask.cli", "anonymize", "--dataset", "demo", "--source",
+                            str(src), "--store", str(store), "--set", "pose4d.backend=gt", "segment.backend=gt"],
+                           capture_output=True, text=True, timeout=600, env=env)
+        assert p.returncode == 0, (p.stdout, p.stderr[-3000:])
+        return p.stdout.splitlines()[0]
+
+    assert anonymize(a).startswith("anonymize demo: 3 done, 0 skipped")
+    before = finished(store)
+    b.parent.mkdir()
+    os.rename(a, b)
+    assert anonymize(b).startswith("anonymize demo: 0 done, 3 skipped"), "moved corpus recomputed"
+    assert finished(store) == before
+    assert f"source: {b / 'videos'} (3 videos)" in status_text(store)
