@@ -96,6 +96,12 @@ def assert_finished_intact(url):
     assert not list(Path(url).rglob("*.partial")), "temporary files left"
 
 
+def finished_stages(url):
+    """(video, stage) -> finished_at of every done record."""
+    return {(e.video_id, st): r.get("finished_at") for e in DatasetStore.open(str(url), mode="r").videos()
+            for st, r in e.records().items() if r.get("status") == "done"}
+
+
 def assert_same_as(url, golden):
     """Every record done, with the golden run's array checksums, and verify clean (so the arrays
     hold exactly those bytes)."""
@@ -118,10 +124,13 @@ def test_disk_full_mid_stage_then_resume(tiny_dataset, tiny_anonymized, tmp_path
         for line in failed.values():
             assert f"{store}: no space left on device" in line and "\n" not in line, line
         assert_finished_intact(store)
+        kept = finished_stages(store)
+        assert kept, "no stage finished before the disk filled"
         remount(mnt, "size=16m")  # space freed
         again = result(drive(tiny_dataset, store))
         assert set(again.values()) <= {"done", "skipped"}, again
         assert_same_as(store, tiny_anonymized)
+        assert {k: v for k, v in finished_stages(store).items() if k in kept} == kept  # not recomputed
 
 
 def test_store_turns_read_only_mid_run_then_resume(tiny_dataset, tiny_anonymized, tmp_path):
