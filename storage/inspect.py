@@ -70,6 +70,8 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
                 "bad_frames": (entry.attrs.get("decode") or {}).get("bad_frames"),
                 "stages": cells,
                 "metrics": _jsonable(entry.metrics()),
+                # the audit's distance from the other verdict, failed audits included
+                "audit_margin": _audit_margin(recs.get("audit")),
             }
         )
     return {
@@ -79,6 +81,22 @@ def status_report(store: DatasetStore) -> dict[str, Any]:
         "summary": dict(counts, videos=len(rows)),
         "videos": rows,
     }
+
+
+def _audit_margin(rec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """{"value": smallest headroom (limit / observed, > 1 passes), "check": its name, "checks": all}
+    from the audit record, done or failed; None before the audit ran (or before it recorded margins)."""
+    m = (rec or {}).get("metrics") or {}
+    if "audit_margin" not in m:
+        return None
+    return {"value": m["audit_margin"], "check": m.get("audit_margin_check"), "checks": m.get("audit_margins", {})}
+
+
+def format_margin(margin: dict[str, Any] | None) -> str:
+    if not margin:
+        return "-"
+    v = float(margin["value"])
+    return f"none seen ({margin['check']})" if v >= 1000 else f"{v:.2f}x {margin['check']}"
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
@@ -95,11 +113,11 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
 def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     """Plain-text table: one row per video, one column per stage."""
     stages = report["stages"]
-    header = ["video", "status", *stages]
+    header = ["video", "status", "audit margin", *stages]
     lines = [header]
     failures = []
     for row in report["videos"]:
-        line = [row["video_id"], row["status"]]
+        line = [row["video_id"], row["status"], format_margin(row.get("audit_margin"))]
         for s in stages:
             c = row["stages"][s]
             st = c["status"]
@@ -114,6 +132,9 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     widths = [max(len(str(r[i])) for r in lines) for i in range(len(header))]
     out = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in lines]
     s = report["summary"]
+    if any(row.get("audit_margin") for row in report["videos"]):
+        out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "
+                   "0.5x: twice over the limit)")
     out.append("")
     out.append(
         f"{s['videos']} videos: {s['done']} done, {s['partial']} partial, {s['failed']} failed, "

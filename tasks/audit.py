@@ -66,6 +66,7 @@ def _gt_chunks(entry: VideoEntry):
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.audit import audit_frames, gt_leak
     from anonymask.models.audit.erased import scan_erased
+    from anonymask.models.audit.margin import audit_margin
     from anonymask.models.registry import get_backend
 
     auditors = [get_backend("audit", name).create(cfg["detector_options"].get(name)) for name in cfg["detectors"]]
@@ -74,8 +75,10 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
              audit_unconfirmed=rep.unconfirmed, audit_detector_findings=detector_findings)
+    gt = erased = None
     if cfg["ground_truth"] and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
         share, finding, coincident = gt_leak(_gt_chunks(entry), max_leak=cfg["max_gt_leak"], strict=cfg["gt_strict"])
+        gt = (share, cfg["max_gt_leak"])
         w.metric(audit_gt_leak=share, audit_gt_failed=float(finding is not None), audit_gt_coincident=coincident)
         if finding is not None:
             rep.findings.append(finding)
@@ -83,8 +86,12 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         scan = scan_erased(_hole_chunks(entry))
         finding = scan.finding(cfg["erased_min_share"])
         w.metric(audit_erased_frames=len(finding.frames) if finding else 0, audit_erased_largest=scan.largest())
+        erased = (scan.largest(), cfg["erased_min_share"])
         if finding is not None:
             rep.findings.append(finding)
+    # how far from the other verdict, in the record of a failed audit too (status shows both)
+    w.metric(**audit_margin(detector_frames=rep.max_frames, frames_needed=rep.frames_needed, gt=gt,
+                            erased=erased).metrics())
     w.metric(audit_findings=len(rep.findings), audit_passed=float(rep.passed))
     if rep.findings:
         w.metric(audit_report=[f.__dict__ for f in rep.findings])

@@ -207,6 +207,10 @@ class AuditReport:
     on_avatars: int = 0
     unconfirmed: int = 0
     findings: list[AuditFinding] = field(default_factory=list)
+    #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
+    max_frames: dict[str, int] = field(default_factory=dict)
+    #: per kind, the frames a candidate needs to become a finding
+    frames_needed: dict[str, int] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -292,7 +296,9 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
                     g["frames"].append(t)
                     g["last"] = box
                     g["score"] = max(g["score"], score)
+    rep.frames_needed = {k: min(v, max(1, rep.frames_checked)) for k, v in need.items()}
     for g in groups:
+        rep.max_frames[g["kind"]] = max(rep.max_frames.get(g["kind"], 0), len(g["frames"]))
         if len(g["frames"]) >= min(need.get(g["kind"], 2), max(1, rep.frames_checked)):
             rep.findings.append(AuditFinding(g["kind"], sorted(g["frames"]), [float(v) for v in g["box"]],
                                              float(g["score"]), float(g["outside"])))
