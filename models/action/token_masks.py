@@ -52,11 +52,6 @@ def public_tokens(
     return (touched == 0).flatten(1)
 
 
-def private_tokens(pixel_public: torch.Tensor, **geometry) -> torch.Tensor:
-    """Complement of :func:`public_tokens`: tokens that may hold a real pixel."""
-    return ~public_tokens(pixel_public, **geometry)
-
-
 def model_public_tokens(model, pixel_public: torch.Tensor) -> torch.Tensor:
     """``public_tokens`` with the geometry of an ``ActionModel``'s patch embedding."""
     return public_tokens(

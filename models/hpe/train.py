@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -284,10 +284,6 @@ class GradientRule:
     def subspace(self) -> PublicSubspace | None:
         return self.step_fn.subspace if self.step_fn is not None else None
 
-    @property
-    def last_norms(self) -> Tensor | None:
-        return self.last_parts.private_norms if self.last_parts is not None else None
-
     def needs_public_set(self, step: int) -> bool:
         return self.step_fn is not None and self.step_fn.needs_subspace_set()
 
@@ -450,7 +446,3 @@ def train_pose_model(
         model=model, config=cfg, history=history, privacy=_privacy_report(cfg, ledger, steps, q, psi, disclosures),
         sigma=sigma, steps=steps, sample_rate=q, seconds=time.perf_counter() - t0, final=final,
     )  # fmt: skip
-
-
-def config_dict(cfg: HPETrainConfig) -> dict[str, Any]:
-    return asdict(cfg)

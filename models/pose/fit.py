@@ -101,15 +101,6 @@ def unwrap_rotvecs(rv: np.ndarray) -> np.ndarray:
     return out.astype(np.asarray(rv).dtype)
 
 
-def interpolate_missing(x: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """Per-dimension linear interpolation of (T,D) values over frames where ``observed`` is False."""
-    t = np.arange(x.shape[0])
-    out = x.copy()
-    for d in range(x.shape[1]):
-        out[:, d] = np.interp(t, t[observed], x[observed, d])
-    return out
-
-
 def smooth_over_time(x: np.ndarray, sigma: float) -> np.ndarray:
     """Gaussian smoothing along frames (axis-angle components are smooth away from pi)."""
     if sigma <= 0 or x.shape[0] < 3:

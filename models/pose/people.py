@@ -306,14 +306,6 @@ class PeopleDetector:
                 for r in self._run(crop)]
         return [d for d in dets if d is not None]
 
-    def detect_tiled(self, frame: np.ndarray, frac: float = 0.6) -> list[Detection]:
-        """Full frame + overlapping tiles, duplicates merged."""
-        h, w = frame.shape[:2]
-        dets = self.detect(frame)
-        for x0, y0, side in square_tiles(h, w, frac):
-            dets += self.detect_region(frame, x0, y0, side, source="tile")
-        return merge_detections(dets)
-
 
 def get_detector(name: str = "mediapipe", **cfg):
     """The person detector registered as ``name`` (``pose4d.detector``; models/registry.py): the

@@ -96,10 +96,6 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([-1.0, -1.0, -1.0, 1.0])
-
-
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors ``v`` (...,3) by unit quaternions ``q`` (...,4)."""
     u, w = q[..., :3], q[..., 3:4]

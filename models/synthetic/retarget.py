@@ -70,11 +70,6 @@ class SMPLHMotion:
     def n_frames(self) -> int:
         return int(self.global_orient.shape[0])
 
-    def joint_rotations(self) -> Rotation:
-        """Local rotations of the 22 body joints (pelvis first), shape (T*22) flattened."""
-        aa = np.concatenate([self.global_orient[:, None], self.body_pose.reshape(-1, 21, 3)], axis=1)
-        return Rotation.from_rotvec(aa.reshape(-1, 3))
-
     def copy(self) -> SMPLHMotion:
         return SMPLHMotion(self.name, self.fps, self.global_orient.copy(), self.body_pose.copy(),
                            self.pelvis.copy())
@@ -117,12 +112,3 @@ def retarget(frames: MotionFrames, leg_length: float = DM_LEG_LENGTH) -> SMPLHMo
     scale = leg_length / DM_LEG_LENGTH
     pelvis = pelvis * scale
     return SMPLHMotion(frames.name, frames.fps, root.as_rotvec(), body.reshape(t, 63), pelvis)
-
-
-def retarget_clip(name: str, fps: float, n_frames: int | None = None, *, start: float = 0.0,
-                  speed: float = 1.0, leg_length: float = DM_LEG_LENGTH) -> SMPLHMotion:
-    """Load, resample and retarget a pybullet clip in one call."""
-    from anonymask.models.synthetic.mocap import load_clip
-
-    frames = load_clip(name).resample(fps, n_frames, start=start, speed=speed)
-    return retarget(frames, leg_length=leg_length)
