@@ -171,8 +171,13 @@ class BodyModel:
         verts = np.empty((t, self.num_vertices, 3), np.float32)
         joints = np.empty((t, NUM_JOINTS, 3), np.float32)
         keyp = np.empty((t, 21, 3), np.float32)
-        small = t <= 4 and self.device.type == "cpu"
-        if small:  # a frame or two: one thread is ~4x faster than two (thread start-up dominates)
+        # On the CPU always one intra-op thread: a multi-threaded GEMM rounds differently (up to 2
+        # ulp here) with each thread count, and the poses reach every stored pixel of the render, so
+        # a store computed with 2 threads and repaired with 1 (or by a Dask worker, which gets 1)
+        # was not bit-identical (issue 32). One thread is also the faster here (8 frames: 7 ms vs
+        # 160 ms with 2 threads; 256 frames: 0.43 s vs 1.0 s, on 2 shared cores).
+        one_thread = self.device.type == "cpu"
+        if one_thread:
             _single_thread_enter()
         try:
             with torch.no_grad():
@@ -188,7 +193,7 @@ class BodyModel:
                     joints[a:b] = jo[:, :NUM_JOINTS]
                     keyp[a:b] = jo[:, NUM_JOINTS: NUM_JOINTS + 21]
         finally:
-            if small:
+            if one_thread:
                 _single_thread_exit()
         return BodyOutput(verts, joints, keyp)
 

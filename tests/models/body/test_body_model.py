@@ -170,3 +170,26 @@ def test_reshape_track_keeps_feet_or_pelvis(model):
     assert (head(a) < head(before) - 0.05).all()  # taller: the head is higher in the image
     assert np.allclose(b.joints[:, 0], before.joints[:, 0], atol=1e-5)
     assert (sole(b) > sole(before) + 0.03).all()  # longer legs reach below the old floor
+
+
+@pytest.mark.parametrize("frames", [8, 200])
+def test_posing_is_bit_identical_whatever_torch_thread_count(frames):
+    """A store computed with one thread count and repaired (or resumed on a Dask worker) with
+    another must be bit-identical: a multi-threaded GEMM rounded the posed vertices differently,
+    and one pixel of the tiny set's repair came out off by one (issue 32)."""
+    import torch
+
+    from anonymask.models.body.model import get_body_model
+
+    body = get_body_model()
+    rng = np.random.default_rng(3)
+    args = dict(betas=rng.normal(size=10) * 0.5, global_orient=rng.normal(size=(frames, 3)) * 0.3,
+                body_pose=rng.normal(size=(frames, 63)) * 0.3, transl=rng.normal(size=(frames, 3)))
+    outs = []
+    for threads in (1, 4):
+        torch.set_num_threads(threads)  # the autouse fixture restores it
+        outs.append(body(**args))
+        assert torch.get_num_threads() == threads  # the caller's setting is given back
+    np.testing.assert_array_equal(outs[0].vertices, outs[1].vertices)
+    np.testing.assert_array_equal(outs[0].joints, outs[1].joints)
+    np.testing.assert_array_equal(outs[0].keypoints, outs[1].keypoints)
