@@ -56,14 +56,11 @@ class ModeSpec:
     name: str
     project: bool  # R = projection onto the public gradient subspace
     public_term: str | None  # None | "public_tokens" (MaskDP) | "psi" (public features)
-    #: the adjacency the method claims (accountants use it unless a run states another)
-    default_adjacency: str = "add_remove"
 
 
 MODES: dict[str, ModeSpec] = {
     "dpsgd": ModeSpec("dpsgd", project=False, public_term=None),
-    # the MaskDP paper's Definition 2: the same record with other private tokens (a substitution)
-    "maskdp": ModeSpec("maskdp", project=False, public_term="public_tokens", default_adjacency="replace"),
+    "maskdp": ModeSpec("maskdp", project=False, public_term="public_tokens"),
     "fpdp": ModeSpec("fpdp", project=True, public_term="psi"),
     "projdp": ModeSpec("projdp", project=True, public_term=None),
     "featdp": ModeSpec("featdp", project=False, public_term="psi"),
