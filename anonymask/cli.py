@@ -184,6 +184,31 @@ def _print_run_summary(s: dict, dataset: str = "") -> None:
         print(f"log: {s['log']}")
 
 
+# ---------------------------------------------------------------------------- export
+def cmd_export(args: argparse.Namespace) -> int:
+    """Exit 0: every publishable video exported or already up to date (videos not done or whose
+    audit failed are listed, never exported); 1: writing some video failed; 2: could not run."""
+    from anonymask.storage.export import ExportOptions, export_store
+
+    opts = ExportOptions(lossless=args.lossless, with_masks=args.with_masks, crf=args.crf)
+    res = export_store(args.store, args.out, opts, videos=args.videos or None, log=print)
+    print(f"export: {len(res['written'])} written, {len(res['unchanged'])} unchanged, "
+          f"{len(res['excluded'])} not exported (not done or audit failed), {len(res['errors'])} failed; "
+          f"manifest: {res['manifest']}")
+    return EXIT_SOME_FAILED if res["errors"] else EXIT_OK
+
+
+def cmd_verify_export(args: argparse.Namespace) -> int:
+    """Exit 0: every file matches the manifest; 1: a file is missing, differs or is not listed."""
+    from anonymask.storage.export import verify_export
+
+    res = verify_export(args.dir)
+    for line in res["problems"]:
+        print(f"MISMATCH  {line}")
+    print(("OK" if res["ok"] else f"MISMATCH ({len(res['problems'])})") + f": {res['checked']} file(s) checked")
+    return EXIT_OK if res["ok"] else EXIT_SOME_FAILED
+
+
 # ---------------------------------------------------------------------------- privacy
 class OneLineParser(argparse.ArgumentParser):
     """Argument errors as one line on stderr and exit code 2 (no usage dump, no traceback)."""
@@ -430,6 +455,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, default=50, help="most videos shown when --videos is not given (0: all)")
     s.set_defaults(func=cmd_preview)
 
+    s = sub.add_parser("export", help="one mp4 per done video (audited), audio copied, manifest.jsonl + README.txt")
+    s.add_argument("store", help="store path or fsspec URL")
+    s.add_argument("--out", required=True, help="export folder (re-running it writes only what is missing or stale)")
+    s.add_argument("--lossless", action="store_true", help="lossless H.264 RGB (decodes to the stored frames exactly)")
+    s.add_argument("--with-masks", default=None, choices=["video", "png"],
+                   help="also the avatar mask r: <name>.mask.mp4 (lossless) or <name>.mask/NNNNNN.png")
+    s.add_argument("--crf", type=int, default=18, help="H.264 quality when not --lossless (lower: better)")
+    s.add_argument("--videos", nargs="*", default=None, help="only these video ids")
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("verify-export", help="check every file of an export folder against its manifest (exit 1 on a mismatch)")
+    s.add_argument("dir", help="an export folder (holds manifest.jsonl)")
+    s.set_defaults(func=cmd_verify_export)
+
     s = sub.add_parser("anonymize", help="run the anonymize flow in-process (no server needed)")
     s.add_argument("--dataset", required=True, help="ntu, ntu120, tsh, ucf101, hmdb51, folder, sample, demo")
     s.add_argument("--source", default=None, help="dataset folder (default $ANONYMASK_DATA/raw/<dataset>)")
@@ -554,6 +593,11 @@ def main(argv: list[str] | None = None) -> int:
     except (AnonymaskError, ValueError) as e:
         print(f"anonymask: error: {e}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
+    except BrokenPipeError:  # `anonymask status STORE | head`: the reader has all it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
