@@ -1,4 +1,4 @@
-"""Prefect deployments: ``anonymize/<dataset>`` and ``train/<mode>-<dataset>``.
+"""Prefect deployments: ``anonymize/<dataset>``, ``export/<dataset>`` and ``train/<mode>-<dataset>``.
 
 Served by one process (``make serve`` / ``python -m anonymask.deploy.serve``). Data locations come
 from ``ANONYMASK_DATA`` in the serving process (raw videos in ``raw/<dataset>/``, stores in
@@ -30,6 +30,23 @@ def anonymize_deployments() -> list[Any]:
     ]
 
 
+def export_deployments() -> list[Any]:
+    """The step after ``anonymize/<dataset>``: its publishable videos out to
+    ``$ANONYMASK_DATA/exports/<dataset>`` (resumable: run it after every anonymize run)."""
+    from anonymask.flows.export import export
+
+    return [
+        export.to_deployment(
+            name=ds,
+            parameters={"dataset": ds},
+            description=f"Export {ds} after anonymize: one mp4 per done and audited video, audio copied, "
+            f"manifest.jsonl, into $ANONYMASK_DATA/exports/{ds} (override with -p out=... -p lossless=true).",
+            tags=["export", ds],
+        )
+        for ds in ANONYMIZE_DATASETS
+    ]
+
+
 def train_deployments() -> list[Any]:
     from anonymask.flows.train import train
 
@@ -56,4 +73,4 @@ def skeleton_deployments() -> list[Any]:
 
 
 def all_deployments() -> list[Any]:
-    return anonymize_deployments() + train_deployments() + skeleton_deployments()
+    return anonymize_deployments() + export_deployments() + train_deployments() + skeleton_deployments()
