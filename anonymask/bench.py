@@ -237,6 +237,13 @@ def _scaling(quick: bool) -> dict[str, Any]:
     return bench_scaling(quick)
 
 
+def _dataset(quick: bool) -> dict[str, Any]:
+    """Clips/s: the dataset API on Zarr chunks vs decoding the exported mp4s (anonymask/export_bench.py)."""
+    from anonymask.export_bench import bench_dataset
+
+    return bench_dataset(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "store": _store,
     "render": _render,
@@ -248,6 +255,7 @@ BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "pipeline": _pipeline,
     "throughput": _throughput,
     "scaling": _scaling,
+    "dataset": _dataset,
 }
 
 
