@@ -166,7 +166,7 @@ def build_caches(settings: TrainSettings, store_url: str, logger: Any = _LOG) ->
         if todo or (ds.mask_source is not None and "tokens" not in complete):
             build_feature_cache(model, ds, variants=variants[name], batch_size=int(settings.cache_batch_size),
                                 num_workers=int(settings.num_workers), device=device, precision=precision,
-                                storage_dtype=settings.cache_dtype)  # fmt: skip
+                                storage_dtype=settings.cache_dtype, key=key)  # fmt: skip
             logger.info("cache %s (%s): %d clips, variants %s built in %.1fs", name, key[:12], len(ds), todo,
                         time.perf_counter() - t0)
         else:

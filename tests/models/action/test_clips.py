@@ -54,6 +54,21 @@ def test_normalisation_uses_kinetics_statistics(store_url):
     torch.testing.assert_close(b["video"], (a["video"] - mean) / std)
 
 
+def test_a_clip_at_the_model_size_is_bit_identical_to_the_reference_arithmetic(store_url):
+    """The no-resize path (one float copy into (3,T,H,W), in-place arithmetic) gives exactly the
+    values of the general path: uint8 / 255, minus the Kinetics mean, divided by its std."""
+    ds = ClipDataset(store_url, "xsub", "train", "render", "r", clip_len=4, frame_stride=2, size=(24, 28))
+    for i in (0, 3):
+        s = ds[i]
+        vid, _, start, frames = ds.clips[i]
+        raw, private = ds.read_clip(vid, start, frames)
+        v = torch.from_numpy(raw).permute(0, 3, 1, 2).float().div_(255.0)
+        v = (v - torch.tensor(KINETICS_MEAN).view(1, 3, 1, 1)) / torch.tensor(KINETICS_STD).view(1, 3, 1, 1)
+        assert s["video"].is_contiguous() and s["video"].shape == (3, 4, 24, 28)
+        assert torch.equal(s["video"], v.permute(1, 0, 2, 3))
+        assert torch.equal(s["pixel_public"], ~torch.from_numpy(private))
+
+
 def test_mask_sources(store_url):
     store = DatasetStore.open(store_url, mode="r")
     r = ClipDataset(store_url, "xsub", "train", "rend_diff", "r", clip_len=3, frame_stride=1, size=(24, 28))
