@@ -27,10 +27,10 @@
 * ``dp_batch_sampler(ds, q, steps=...)``: the project's Poisson sampler
   (models/privacy/sampler.py) over VIDEOS (a record is a video, each draw takes one of its clips),
   so a DP guarantee is per video; pair it with ``collate_fn=dp_collate(ds)`` (an empty batch is a
-  valid step). Opacus: ``PrivacyEngine().make_private(module=model, optimizer=opt,
-  data_loader=DataLoader(ds, batch_sampler=dp_batch_sampler(ds, 0.01, steps=1000),
-  collate_fn=dp_collate(ds)), noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=False)``
-  (``poisson_sampling=False``: the batches are Poisson already; account with ``sample_rate=q``).
+  valid step). Opacus, in one line: ``model, opt, loader = opacus_private(PrivacyEngine(), model,
+  opt, ds, sample_rate=0.01, noise_multiplier=1.0, max_grad_norm=1.0)``: ``make_private`` over that
+  sampler, with Opacus's accountant and its optimizer's divisor set for it (Opacus alone would take
+  the sample rate as 1/len(loader) and the batch as clips/len(loader); a record here is a video).
 
 Stores open lazily in each worker (nothing of Zarr is pickled); use ``multiprocessing_context=
 "spawn"`` for workers (forked workers can deadlock on zarr v3).
@@ -286,3 +286,25 @@ def dp_batch_sampler(dataset, sample_rate: float, *, steps: int | None = None, e
 def dp_collate(dataset):
     """Default collation that turns an empty Poisson batch into tensors with batch size 0."""
     return collate_allowing_empty(dataset[0])
+
+
+def opacus_private(engine, module, optimizer, dataset, *, sample_rate: float, noise_multiplier: float,
+                   max_grad_norm: float, seed: int | None = None, loader_kwargs: dict[str, Any] | None = None,
+                   **make_private_kwargs):
+    """``engine.make_private`` (an Opacus ``PrivacyEngine``) over Poisson batches of videos.
+
+    One pass of the returned loader is one epoch of ``round(1/sample_rate)`` steps; sampling uses
+    exactly ``1/steps``, the rate Opacus's accountant records for each step, and the optimizer
+    divides by the expected batch, ``rate x videos``. Iterate the loader once per epoch.
+    Returns (module, optimizer, loader) as ``make_private`` does.
+    """
+    from torch.utils.data import DataLoader
+
+    steps = max(1, int(round(1.0 / float(sample_rate))))
+    sampler = dp_batch_sampler(dataset, 1.0 / steps, steps=steps, seed=seed)
+    loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=dp_collate(dataset), **(loader_kwargs or {}))
+    module, optimizer, loader = engine.make_private(
+        module=module, optimizer=optimizer, data_loader=loader, noise_multiplier=noise_multiplier,
+        max_grad_norm=max_grad_norm, poisson_sampling=False, **make_private_kwargs)
+    optimizer.expected_batch_size = sampler.expected_batch_size
+    return module, optimizer, loader

@@ -228,7 +228,7 @@ def _video_line(store: DatasetStore, entry: VideoEntry, row: dict[str, Any], nam
         "subject": info.subject,
         "camera": info.camera,
         "frames": attrs.get("frames"),
-        "fps": attrs.get("fps"),
+        "fps": export_fps(attrs) if attrs.get("fps") else None,
         "size": [attrs.get("height"), attrs.get("width")],
         "size_note": "ingest size (ingest.max_side); the source's size is source_size",
         "source_size": attrs.get("source_size"),
@@ -336,6 +336,15 @@ class ExportWriter(Mp4Writer):
             self._src = None
 
 
+def export_fps(attrs: dict[str, Any]) -> float:
+    """The source's stream rate for a constant-rate source (exact, e.g. 30000/1001), else the rate
+    ingest measured from the timestamps."""
+    declared = attrs.get("fps_declared")
+    if declared and not attrs.get("variable_frame_rate"):
+        return float(declared)
+    return float(attrs["fps"])
+
+
 def _to_coded(block: np.ndarray, rotation_cw: int) -> np.ndarray:
     """Stored frames are in display orientation (ingest turned them); turn them back."""
     k = _ROT_K.get(int(rotation_cw) % 360, 0)
@@ -374,7 +383,7 @@ def write_video_files(entry: VideoEntry, out: Path, rel: str, opts: ExportOption
     """Write one video's files (and masks); returns {files, audio}. ``stop_after``: test hook, raise
     after this many frames (a crash in the middle)."""
     attrs = entry.attrs
-    fps = float(attrs["fps"])
+    fps = export_fps(attrs)
     rot = int(attrs.get("rotation") or 0)
     src = entry.info.path
     audio_from = None

@@ -695,7 +695,10 @@ class VideoStream:
         for frame in self._frames():
             if max_frames is not None and rep.frames >= max_frames:
                 rep.stopped_at_cap = True
+                # this frame is not kept: the fps comes from the kept frames' timestamps only
+                self._t_last = getattr(self, "_t_kept", getattr(self, "_t_last", None))
                 break
+            self._t_kept = getattr(self, "_t_last", None)
             if buf is None:
                 rot = display_rotation(frame) if self.apply_rotation else 0
                 rep.rotation = rot

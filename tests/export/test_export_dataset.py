@@ -119,3 +119,28 @@ def test_export_clips_decode_to_the_store_clips(audio_store, tmp_path):
         x, y = a[i], b[i]
         assert (x["video_id"], x["start"], x["label"]) == (y["video_id"], y["start"], y["label"])
         torch.testing.assert_close(x["video"], y["video"], rtol=0, atol=0)
+
+
+def test_opacus_one_liner_accounts_videos_at_the_sampled_rate(audio_store):
+    opacus = pytest.importorskip("opacus")
+    from anonymask.data import opacus_private
+
+    url, _ = audio_store
+    ds = StoreClips(url, clip_len=2, clip_stride=2, size=(8, 8), masks=False)
+    assert len(ds) > 3  # several clips per video: a record is a video, not a clip
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 2 * 8 * 8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    engine = opacus.PrivacyEngine(accountant="rdp")
+    model, opt, loader = opacus_private(engine, model, opt, ds, sample_rate=0.5, noise_multiplier=1.0,
+                                        max_grad_norm=1.0, seed=0, loss_reduction="sum")
+    assert opt.expected_batch_size == 1.5  # q x 3 videos (Opacus alone: int(clips / steps))
+    sizes = []
+    for _ in range(10):  # epochs
+        for batch in loader:  # an empty batch is a step too: noise, and the accountant counts it
+            sizes.append(len(batch["label"]))
+            opt.zero_grad()
+            out = model(batch["video"])
+            torch.nn.functional.cross_entropy(out, batch["label"].clamp(min=0), reduction="sum").backward()
+            opt.step()
+    assert len(sizes) == 20 and all(n <= 3 for n in sizes) and 0 in sizes
+    assert engine.accountant.history == [(1.0, 0.5, 20)]  # every step, at the rate sampled

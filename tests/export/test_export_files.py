@@ -70,6 +70,17 @@ def test_export_keeps_layout_fps_frames_audio(audio_store, tmp_path):
     assert verify_export(out)["ok"]
 
 
+def test_capped_ingest_fps_counts_only_kept_frames(audio_store):
+    """ingest.max_frames: the frame decoded past the cap is not kept, so its timestamp must not
+    stretch the span the fps is measured over (Pose2Sim's 60 fps came out 57.5 at 24 frames)."""
+    _, root = audio_store
+    src = root / "videos" / f"{SILENT}.mp4"
+    for cap in (3, 5, None):
+        with VideoStream(src) as vs:
+            n = sum(len(b) for b in vs.batches(2, max_frames=cap))
+        assert n == (cap or 8) and vs.report.fps == pytest.approx(15.0), cap
+
+
 def test_lossless_and_masks_decode_exactly(audio_store, tmp_path):
     url, _ = audio_store
     out = tmp_path / "out"
