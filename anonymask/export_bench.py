@@ -1,10 +1,11 @@
 """`anonymask bench --only dataset`: clips/s of the dataset API reading the store's Zarr chunks
 (anonymask.data.StoreClips) vs decoding the exported mp4s with PyAV (ExportClips), in one run.
 
-The data: the synthetic tiny set at ``size`` and ``frames`` (3 videos), anonymized with the
+The data: the synthetic tiny set at ``size`` (default 480x640) and ``frames`` (64; 3 videos), anonymized with the
 ground-truth backends, exported as H.264 (crf 18). Both readers walk the same clips (clip_len 16,
-frame_stride 2, clip_stride 8, no resize, no masks) in order and at random; the best of
-``repeats`` passes is reported.
+frame_stride 2, clip_stride 8, no resize, no masks) in order and at random, returning float32
+clips and (``_uint8``) the stored bytes; the best of ``repeats`` passes is reported. One torch
+thread (a DataLoader worker's setting).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def _pass(ds, order) -> float:
     return time.perf_counter() - t0
 
 
-def bench_dataset(quick: bool = False, size: tuple[int, int] = (480, 640), frames: int = 96,
+def bench_dataset(quick: bool = False, size: tuple[int, int] = (480, 640), frames: int = 64,
                   repeats: int = 3) -> dict[str, Any]:
     import torch
 
@@ -56,6 +57,8 @@ def bench_dataset(quick: bool = False, size: tuple[int, int] = (480, 640), frame
         kw = dict(clip_len=16, frame_stride=2, clip_stride=8)
         zarr_ds = StoreClips(url, "rend_diff", masks=False, only_done=False, **kw)
         mp4_ds = ExportClips(Path(d) / "out", **kw)
+        zarr_u8 = StoreClips(url, "rend_diff", masks=False, only_done=False, uint8=True, **kw)
+        mp4_u8 = ExportClips(Path(d) / "out", uint8=True, **kw)
         n = len(zarr_ds)
         shuffled = list(range(n))
         random.Random(0).shuffle(shuffled)
@@ -67,12 +70,14 @@ def bench_dataset(quick: bool = False, size: tuple[int, int] = (480, 640), frame
         if len(mp4_ds) != n:
             out["error"] = f"{len(mp4_ds)} clips from the export, {n} from the store"
             return out
-        for name, ds in (("zarr", zarr_ds), ("mp4_pyav", mp4_ds)):
+        for name, ds in (("zarr", zarr_ds), ("mp4_pyav", mp4_ds), ("zarr_uint8", zarr_u8), ("mp4_pyav_uint8", mp4_u8)):
             for how, order in (("sequential", list(range(n))), ("random", shuffled)):
                 best = min(_pass(ds, order) for _ in range(repeats))
                 out[f"{name}_{how}_clips_per_s"] = round(n / best, 1)
         for how in ("sequential", "random"):
-            out[f"zarr_over_mp4_{how}"] = round(out[f"zarr_{how}_clips_per_s"] / out[f"mp4_pyav_{how}_clips_per_s"], 2)
+            for kind in ("", "_uint8"):
+                out[f"zarr_over_mp4{kind}_{how}"] = round(
+                    out[f"zarr{kind}_{how}_clips_per_s"] / out[f"mp4_pyav{kind}_{how}_clips_per_s"], 2)
         with_masks = StoreClips(url, "rend_diff", only_done=False, **kw)
         best = min(_pass(with_masks, list(range(n))) for _ in range(repeats))
         out["zarr_with_masks_sequential_clips_per_s"] = round(n / best, 1)

@@ -43,6 +43,9 @@ def test_store_clips_read_the_stored_frames_masks_and_labels(audio_store):
         np.testing.assert_array_equal(item["r"].numpy(), e.read("public_mask")[idx].astype(bool))
         np.testing.assert_allclose(item["q"].numpy(), e.read("person_mask")[idx] / 255.0, rtol=0, atol=1e-7)
         assert item["label"] == e.info.label
+    raw8 = StoreClips(url, "rend_diff", clip_len=4, frame_stride=2, clip_stride=1, uint8=True)[len(ds) - 1]
+    assert raw8["video"].dtype == torch.uint8 and raw8["video"].shape == (3, 4, 48, 64)
+    torch.testing.assert_close(raw8["video"], (want * 255).round().to(torch.uint8), rtol=0, atol=0)
     render = StoreClips(url, "render", clip_len=2, clip_stride=8)
     it = render[0]
     e = store.video(it["video_id"])
@@ -119,6 +122,10 @@ def test_export_clips_decode_to_the_store_clips(audio_store, tmp_path):
         x, y = a[i], b[i]
         assert (x["video_id"], x["start"], x["label"]) == (y["video_id"], y["start"], y["label"])
         torch.testing.assert_close(x["video"], y["video"], rtol=0, atol=0)
+    a8 = StoreClips(url, clip_len=4, clip_stride=3, masks=False, uint8=True, size=(24, 32))
+    b8 = ExportClips(tmp_path / "out", clip_len=4, clip_stride=3, uint8=True, size=(24, 32))
+    torch.testing.assert_close(a8[1]["video"], b8[1]["video"], rtol=0, atol=0)
+    assert a8[1]["video"].dtype == torch.uint8 and a8[1]["video"].shape == (3, 4, 24, 32)
 
 
 def test_opacus_one_liner_accounts_videos_at_the_sampled_rate(audio_store):
