@@ -294,9 +294,31 @@ def dask_task_runner(runner: str, rcfg: dict[str, Any]):
 
 def _run_on_dask(store_url, video_ids, config, runner, rcfg, verify_done, wait):
     tr = dask_task_runner(runner, rcfg)
-    with _api_for_workers(), _threads_per_worker(runner, rcfg):
+    with _api_for_workers(), _threads_per_worker(runner, rcfg), _keep_lost_workers(runner):
         return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
                                                      rcfg.get("video_timeout_s"))
+
+
+LOST_WORKER_TIMEOUT_S = 7 * 24 * 3600
+"""``distributed.deploy.lost-worker-timeout`` for the LocalCluster of ``runner="dask"``. Dask's
+default (15 s) closes the nanny of a worker that died and has not re-registered 15 s later, for
+good: its timer also fires when the nanny's new worker registered and died again in between. Under
+repeated kills (OOM) or a slow restart on a loaded machine the cluster lost its workers one by one,
+and with none left the run waited forever (scripts/dask_kill_soak.py, issue 32). Each nanny restarts
+its own worker, so nothing needs closing before the run ends."""
+
+
+@contextlib.contextmanager
+def _keep_lost_workers(runner: str):
+    """Around a run on a LocalCluster of ours: never close a nanny whose worker was lost (the
+    setting is read when a worker is removed, so it must hold for the whole run)."""
+    if runner != "dask":
+        yield
+        return
+    import dask
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT_S}):
+        yield
 
 
 @contextlib.contextmanager
