@@ -83,7 +83,8 @@ ASSUMPTIONS: dict[str, str] = {
     "training": "1 clip per video (clips_per_video=1), expected batch 128 (Poisson), epoch = train clips x "
                 "cost per clip; cache = prefix once per clip and input variant (DP-SGD / non-private: "
                 "full; MaskDP: private + public; FP-DP: full + blur) on train clips + once (full) on eval "
-                "clips; MaskDP/FP-DP at the papers' public batch (= B); evaluation passes and FP-DP's "
+                "clips; MaskDP/FP-DP at the papers' public batch (= B); FP-DP's holdout public videos (10% "
+                "of the training videos by default) counted as training clips; evaluation passes and FP-DP's "
                 "subspace refreshes (every 50 steps) left out; clips stored at the ingest size need a "
                 "resize to 224 that the measured prefix rate does not include",
     "refine_cpu": "Rend.+Diff refinement is not budgeted on CPU: its full-size CPU cost is not measured "
