@@ -59,6 +59,7 @@ def test_resized_r_is_conservative(store_copy):
     e = DatasetStore.open(url).video("s01_a01_r01")
     r = np.zeros((8, 48, 64), bool)
     r[:, 10:31, 7:40] = True  # odd edges: half-covered output pixels must come out private
+    r[:, 20, 20] = r[:, 14, 31] = False  # one private pixel: its 3/4-public block is private too
     e.write_array("public_mask", r)
     ds = StoreClips(url, "rend_diff", clip_len=8, size=(24, 32), videos=["s01_a01_r01"])
     it = ds[0]
