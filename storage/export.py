@@ -180,7 +180,17 @@ def _atomic_text(path: Path, text: str) -> None:
 def write_manifest(out: Path, header: dict[str, Any], videos: dict[str, dict[str, Any]]) -> None:
     lines = [json.dumps(json_safe(header), sort_keys=True)]
     lines += [json.dumps(json_safe(videos[k]), sort_keys=True) for k in sorted(videos)]
-    _atomic_text(out / MANIFEST, "\n".join(lines) + "\n")
+    _write_if_changed(out / MANIFEST, "\n".join(lines) + "\n")
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """A rerun that changes nothing leaves the file (and its mtime) alone."""
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    _atomic_text(path, text)
 
 
 def _header(store: DatasetStore, opts: ExportOptions) -> dict[str, Any]:
@@ -536,6 +546,9 @@ def export_store(
     if unknown:
         raise StoreError(f"{url}: no video(s) {', '.join(unknown)} in the store")
     header = _header(store, opts)
+    if old_header is not None and {k: v for k, v in old_header.items() if k != "exported_at"} == {
+            k: v for k, v in json_safe(header).items() if k != "exported_at"}:
+        header["exported_at"] = old_header.get("exported_at")  # the same export: its date stays
     lines = {k: v for k, v in old.items() if k in rows}
     res: dict[str, Any] = {"out": str(out), "manifest": str(out / MANIFEST), "written": [], "unchanged": [],
                            "excluded": {}, "errors": {}, "removed": [], "partials_removed": partials}
@@ -574,7 +587,7 @@ def export_store(
                 log(f"written   {vid}: {line['path']}")
         write_manifest(out, header, lines)
     write_manifest(out, header, lines)
-    _atomic_text(out / README, readme_text(header, lines))
+    _write_if_changed(out / README, readme_text(header, lines))
     return res
 
 

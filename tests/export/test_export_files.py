@@ -141,7 +141,7 @@ def test_second_export_writes_nothing_and_stale_is_rewritten(store_copy, tmp_pat
     url, _ = store_copy
     out = tmp_path / "out"
     first = export_store(url, out)
-    files = sorted(p for p in out.rglob("*.mp4"))
+    files = sorted(p for p in out.rglob("*.mp4")) + [out / MANIFEST, out / README]
     before = {p: p.stat().st_mtime_ns for p in files}
     second = export_store(url, out)
     assert second["written"] == [] and sorted(second["unchanged"]) == sorted(first["written"])
