@@ -134,6 +134,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         verify_done=not args.no_verify_done,
         runner_overrides=runner_overrides,
         log_dir=args.log_dir,
+        export_to=args.export_to,
         return_state=True,
     )
     summary = _summary_of(state)
@@ -180,6 +181,10 @@ def _print_run_summary(s: dict, dataset: str = "") -> None:
         print(f"repaired  {r['video']}: {r['what']}")
     if s.get("waited"):
         print(f"waited for another run holding: {', '.join(s['waited'])}")
+    if s.get("export"):
+        e = s["export"]
+        print(f"export: {e['written']} written, {e['unchanged']} unchanged, {e['excluded']} not exported, "
+              f"{e['errors']} failed -> {e['out']}")
     if s.get("log"):
         print(f"log: {s['log']}")
 
@@ -485,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-verify-done", action="store_true",
                    help="trust complete records without re-checking their checksums (faster resume)")
     s.add_argument("--log-dir", default=None, help="run log folder (default $ANONYMASK_DATA/logs)")
+    s.add_argument("--export-to", default=None, metavar="DIR",
+                   help="then export the publishable videos into DIR ('default': $ANONYMASK_DATA/exports/<dataset>)")
     s.set_defaults(func=cmd_anonymize)
 
     s = sub.add_parser("privacy", help="privacy accounting: epsilon for a run, sigma for a target, audit a run")

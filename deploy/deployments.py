@@ -23,7 +23,8 @@ def anonymize_deployments() -> list[Any]:
             name=ds,
             parameters={"dataset": ds},
             description=f"Anonymize {ds}: raw videos under $ANONYMASK_DATA/raw/{ds}, store "
-            f"$ANONYMASK_DATA/stores/{ds}.zarr (override with -p source=... -p store=...).",
+            f"$ANONYMASK_DATA/stores/{ds}.zarr (override with -p source=... -p store=...); "
+            f"-p export_to=default then exports the publishable videos to $ANONYMASK_DATA/exports/{ds}.",
             tags=["anonymize", ds],
         )
         for ds in ANONYMIZE_DATASETS

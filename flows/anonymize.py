@@ -146,8 +146,12 @@ def anonymize(
     verify_done: bool = True,
     runner_overrides: dict[str, Any] | None = None,
     log_dir: str | None = None,
+    export_to: str | None = None,
 ):
     """Anonymize a dataset into its store (resumable; failures isolated per video).
+
+    ``export_to``: afterwards, run the ``export`` flow into this folder ("default":
+    ``$ANONYMASK_DATA/exports/<dataset>``): the publishable videos as files, as a subflow run.
 
     ``runner``: "local" (in this process), "dask" (a local Dask cluster of ``workers`` processes)
     or a Dask scheduler address of an existing cluster. ``verify_done``: check the checksums of
@@ -157,8 +161,24 @@ def anonymize(
     from anonymask.runlog import run_log
 
     with run_log(f"anonymize-{dataset}", log_dir) as log_path:
-        return _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers,
-                          verify_done, runner_overrides, log_path)
+        state = _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers,
+                           verify_done, runner_overrides, log_path)
+        if export_to:
+            _export_after(dataset, store, export_to, state)
+        return state
+
+
+def _export_after(dataset: str, store: str | None, export_to: str, state) -> None:
+    """The step after anonymizing: every publishable video of the store out as files (only
+    done and audited videos are written; the others are listed with their reason)."""
+    from anonymask.flows.export import default_export_dir, export
+    from anonymask.paths import default_store
+
+    out = default_export_dir(dataset) if export_to == "default" else export_to
+    res = export(dataset=dataset, store=store or str(default_store(dataset)), out=out)
+    if isinstance(getattr(state, "data", None), dict):
+        state.data["export"] = {"out": out, "written": len(res["written"]), "unchanged": len(res["unchanged"]),
+                                "excluded": len(res["excluded"]), "errors": len(res["errors"])}
 
 
 def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers, verify_done,

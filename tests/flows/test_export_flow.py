@@ -28,3 +28,15 @@ def test_export_deployment_per_anonymized_dataset():
     assert [d.name for d in deps] == ANONYMIZE_DATASETS
     assert all(d.flow_name == "export" and d.parameters == {"dataset": d.name} for d in deps)
     assert {("export", d.name) for d in deps} <= {(d.flow_name, d.name) for d in all_deployments()}
+
+
+def test_anonymize_with_export_to_exports_after_its_videos(prefect_api, tiny_dataset, tmp_path):
+    """The deployment step after anonymize: the same run, then its publishable videos as files."""
+    from anonymask.flows.anonymize import anonymize
+
+    out, store = tmp_path / "exported", str(tmp_path / "s.zarr")
+    summary = anonymize(dataset="demo", source=str(tiny_dataset), store=store, limit=1,
+                        overrides={"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}, export_to=str(out))
+    assert summary["done"] == 1 and summary["export"]["written"] == 1 and summary["export"]["out"] == str(out)
+    header, rows = read_manifest(out)
+    assert list(rows) == DatasetStore.open(store, mode="r").video_ids() and verify_export(out)["ok"]
