@@ -164,9 +164,20 @@ def declare(
     check: Callable[[dict[str, Any]], Any] | str | None = None,
 ) -> None:
     """Register a backend whose factory is ``target`` (a callable, or ``"module:attr"`` imported on
-    first use)."""
+    first use). A second, different backend under a taken name is an error (it used to replace the
+    first silently); the same factory again (its module imported twice) is not."""
+    old = _BACKENDS.get(kind, {}).get(name)
+    if old is not None and _target_id(old._target) != _target_id(target):
+        raise SettingsError(f"{kind} backend {name!r} is registered twice: {_target_id(old._target)} and "
+                            f"{_target_id(target)}")
     _BACKENDS.setdefault(kind, {})[name] = Backend(kind, name, target, summary, limits, runtime, defaults, weights,
                                                    check)
+
+
+def _target_id(target: Callable[..., Any] | str) -> str:
+    if isinstance(target, str):
+        return target
+    return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', repr(target))}"
 
 
 def backends(kind: str) -> dict[str, Backend]:
