@@ -21,17 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from anonymask.models.metrics import box_iou
+
 
 def _inside(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
     h, w = hw
     return bool(box[0] >= edge * w and box[1] >= edge * h and box[2] <= (1 - edge) * w and box[3] <= (1 - edge) * h)
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    x0, y0, x1, y1 = max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
 
 
 def _diagonal(box: np.ndarray) -> float:
@@ -62,7 +57,7 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], max_link: int, *, 
             if gap < 0 or gap > max_link or sb[1] <= sa[1]:
                 continue
             bb = boxes[b][sb[0]]
-            if gap == 0 and _iou(ba, bb) < 0.3:
+            if gap == 0 and box_iou(ba, bb) < 0.3:
                 continue  # a hand-over in one frame: the same person there, or no link
             if not _inside(bb, hw, edge):
                 continue
