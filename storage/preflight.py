@@ -15,14 +15,6 @@ from pathlib import Path
 from anonymask.errors import DatasetError, StoreError
 
 
-def _is_local(url: str) -> bool:
-    return "://" not in url or url.startswith("file://")
-
-
-def _local_path(url: str) -> Path:
-    return Path(url[len("file://"):] if url.startswith("file://") else url).expanduser()
-
-
 def check_dataset_name(dataset: str) -> bool:
     """Raises for an unknown name; returns whether the dataset reads its source folder."""
     from anonymask.storage.datasets.base import _REGISTRY, available
@@ -63,9 +55,12 @@ def check_store_target(store: str) -> None:
     """A local store path is a folder (or can be made one) that this process can write.
 
     Remote URLs (s3://, gs://) are checked by the flow when it opens them."""
-    if not _is_local(store):
+    from anonymask.storage.claims import local_store_path
+
+    local = local_store_path(store)
+    if local is None:
         return
-    p = _local_path(store)
+    p = local.expanduser()
     if p.exists():
         if not p.is_dir():
             raise StoreError(f"{p}: store path is a file, not a store folder")
