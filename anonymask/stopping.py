@@ -62,18 +62,50 @@ def finish(signum: int) -> None:
     os._exit(128 + signum)
 
 
+def _importing(frame) -> bool:
+    """Whether ``frame`` (or a caller) is inside an ``import`` statement.
+
+    Why: an exception raised while a C extension is being imported can abort the interpreter
+    (torch's import calls back into Python from C++; a KeyboardInterrupt there ended a Ctrl-C'd run
+    with SIGABRT instead of exit 130). So the stop waits for the import to finish."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _redeliver_after_import(signum: int) -> None:
+    """Send ``signum`` to the main thread again once it has left the import it is in."""
+    main = threading.main_thread().ident
+
+    def wait_then_signal() -> None:
+        while _importing(sys._current_frames().get(main)):
+            threading.Event().wait(0.05)
+        with _lock:
+            _stopping["redelivered"] = True
+        signal.pthread_kill(main, signum)
+
+    threading.Thread(target=wait_then_signal, daemon=True, name="anonymask-stop").start()
+
+
 def _handler(signum: int, frame) -> None:
     with _lock:
+        ours = _stopping.pop("redelivered", False)
         first = "signal" not in _stopping
         _stopping.setdefault("signal", signum)
-    if not first:
+    if not first and not ours:
         finish(_stopping["signal"])
-    name = signal.Signals(signum).name
-    print(f"anonymask: stopping on {name}: finished stages are kept, the stages in flight are "
-          f"abandoned (rerun the same command to resume)", file=sys.stderr, flush=True)
-    timer = threading.Timer(GRACE_S, finish, args=(signum,))
-    timer.daemon = True
-    timer.start()
+    if first:
+        name = signal.Signals(signum).name
+        print(f"anonymask: stopping on {name}: finished stages are kept, the stages in flight are "
+              f"abandoned (rerun the same command to resume)", file=sys.stderr, flush=True)
+        timer = threading.Timer(GRACE_S, finish, args=(signum,))
+        timer.daemon = True
+        timer.start()
+    if _importing(frame):
+        _redeliver_after_import(signum)
+        return
     raise KeyboardInterrupt  # unwinds the main thread through Prefect's crash handling
 
 
