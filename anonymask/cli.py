@@ -417,9 +417,20 @@ def cmd_config_backends(args: argparse.Namespace) -> int:
         for name, be in sorted(registry.backends(kind).items()):
             where = f"weights: $ANONYMASK_WEIGHTS/{be.weights}" if be.weights else "offline"
             print(f"{kind}.{name}  ({where})  {be.summary}")
-            for key, field in be.settings.model_fields.items():
-                print(f"    {key} = {field.default!r}")
+            for key, default, about in _settings_lines(be.settings):
+                print(f"    {key} = {default!r}" + (f"  # {about}" if about else ""))
     return 0
+
+
+def _settings_lines(model, prefix: str = ""):
+    """(dotted key, default, description) of every setting, nested settings trees flattened."""
+    from pydantic import BaseModel
+
+    for key, field in model.model_fields.items():
+        if isinstance(field.default, BaseModel):
+            yield from _settings_lines(type(field.default), f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", field.default, field.description or ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -104,7 +104,7 @@ _BACKENDS: dict[str, dict[str, Backend]] = {}
 def _annotations(factory: Callable[..., Any]) -> dict[str, Any]:
     target = factory.__init__ if inspect.isclass(factory) else factory
     try:
-        return typing.get_type_hints(target)
+        return typing.get_type_hints(target, include_extras=True)
     except Exception:  # an annotation that names a type imported only for type checkers
         mod = inspect.getmodule(target)
         out = {}

@@ -11,6 +11,7 @@ signatures, nowhere else.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -187,6 +188,11 @@ def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
     out = validate_model(model, own, stage).model_dump()
     if "backend" in model.model_fields:
         be = get_backend(stage, out["backend"])
+        renamed = getattr(be.factory, "RENAMED", {})
+        for k, v in rest.items():  # a setting of the old flat layout (a bool where a sub-tree is now)
+            if k in renamed and not isinstance(v, dict):
+                raise SettingsError(f"{stage}.{k} is now {stage}.{renamed[k]} (--set {stage}.{renamed[k]}="
+                                    f"{json.dumps(v)})")
         stray = [k for k in rest if k not in be.settings.model_fields]
         if stray:  # only now the other backends' settings (a heavy one imports its module)
             k = stray[0]

@@ -14,11 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from anonymask.errors import NoPersonError, UnposablePersonError
+from anonymask.models.pose.settings import (
+    RENAMED,
+    BridgeSettings,
+    ConfirmSettings,
+    DiscoverSettings,
+    FaceSettings,
+    FitSettings,
+    LinkSettings,
+    MediapipePoseSettings,
+)
 from anonymask.models.registry import register
 
 
@@ -50,84 +61,50 @@ class PoseOutput:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
-@register("pose4d", "mediapipe", limits={
-    "min_visible_frames": {"ge": 1}, "max_gap": {"ge": 0}, "link_gap": {"ge": 0}, "keyframe_every": {"ge": 1}, "detect_every": {"ge": 1},
-    "scan_every": {"ge": 1}, "scan_rotate": {"ge": 1}, "hold_motion": {"ge": 0}, "follow_motion": {"ge": 0}, "limb_conf": {"ge": 0, "le": 1}, "iterations": {"ge": 1},
-    "w_3d": {"ge": 0}})
+_MAX_GAP = MediapipePoseSettings.model_fields["max_gap"]
+
+#: frames read at a time when a video is estimated shot by shot (memory only, results identical)
+SHOT_READ_FRAMES = 64
+
+
+@register("pose4d", "mediapipe")
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
+    #: the flat settings of before 2026-11-26 -> their place in the tree (named in the error)
+    RENAMED = RENAMED
+
     def __init__(self, detector: str = "mediapipe", detector_options: dict[str, Any] | None = None,
-                 min_visible_frames: int = 2, max_gap: int = 10, link_gap: int = 48, keyframe_every: int = 10,
-                 tiles: bool = False,
-                 detect_every: int = 4, scan: bool = True, scan_every: int | None = 16, backfill: bool = True,
-                 faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
-                 w_3d: float = 0.25, scan_rotate: int = 2,
-                 hold_motion: float = 30.0, follow_motion: float = 25.0, limb_conf: float = 0.1,
-                 parts_yield: bool = True):
-        """``anchor``: the scan also accepts a person on a region the landmark model is sure of
-        (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
-        front of a big object), provided the landmarks agree with the first look and stay put when
-        the region moves a little (models/pose/scan.py ``PoseScanner._anchored``); False: the
-        scan of before (the man standing still in s04s03_a04_r01 is never found). ``face_heads``:
-        a face is explained by a body only where that body's avatar has its head on the face
-        (models/pose/faces.py ``head_covers``); False: wherever the body's box holds the face.
-        ``w_3d``: weight of the landmark model's root-relative 3-D landmarks against the 2-D
-        reprojection in the body fit (``FitConfig.w_3d``). 0.25 since 2026-11-25 (4.0 before):
-        followed closely, their depth guesses turn limbs towards or away from the camera, the
-        avatar drawn is smaller than the person and off their pose. Swept over 4, 1, 0.5, 0.25,
-        0.1 and 0 on the demo, hard and real sets (docs/RESULTS.md): 0.25 gave the lowest
-        synthetic MPJPE (median 124 -> 106 mm) and real removed area / avatar area median
-        2.30 -> 1.82 (max 3.25 -> 2.53); 0 (2-D only) is worse again in 3-D.
-        ``scan_rotate``: after its first pass, the landmark-model scan looks at the regions whose
-        pixels changed since its last pass and at a rotating ``1/scan_rotate`` share of the
-        others (models/pose/scan.py); 1: the whole grid on every pass (before 2026-11-25).
-        ``hold_motion``: a person held in place (lost by the landmark model, still there) keeps
-        their last mask plus the pixels next to it that changed by more than this many grey
-        levels since they were last seen (an arm stretched out meanwhile); 0: the last mask only
-        (before 2026-11-25).
-        ``follow_motion``: a person lost while walking is followed by what keeps moving next to
-        them, frame by frame (grey levels between frames aligned by homography; models/pose/
-        follow.py): their legs, seen without a body, walked on past the walk-on's box and were
-        shown (bikes.mp4 at 640 px); 0: the walk-on's box only (before 2026-11-25 evening).
-        ``limb_conf``: the landmark visibility a limb needs to be drawn into its person's mask,
-        beyond the segmentation if need be (models/pose/discover.py ``add_limbs``): 0.1 since
-        2026-11-25 night (0.5 before): a leg behind a motorcycle, placed by the landmark model but
-        seen at 0.2-0.5, was left out of the mask and shown.
-        ``parts_yield``: a small body the landmark model drew on a close-up's face person (on their
-        chest or hair) is not drawn there; its pixels stay removed (models/pose/estimate.py
-        ``yield_parts_to_face``); False: drawn, as before 2026-11-26.
-        """
+                 max_gap: Annotated[int, Field(ge=0, description=_MAX_GAP.description)] = _MAX_GAP.default,
+                 discover: DiscoverSettings = DiscoverSettings(), link: LinkSettings = LinkSettings(),
+                 confirm: ConfirmSettings = ConfirmSettings(), fit: FitSettings = FitSettings(),
+                 bridge: BridgeSettings = BridgeSettings(), faces: FaceSettings = FaceSettings()):
+        """One sub-tree per pass of person discovery (models/pose/settings.py says what each value
+        does, its unit and why; docs/RESULTS.md how the values were chosen), e.g.
+        ``--set pose4d.discover.limb_conf=0.5 pose4d.faces.enabled=false``. ``detector``: the
+        person detector (``mediapipe``, or the weight-backed ``rcnn``) with its options."""
         self.detector, self.detector_options = detector, dict(detector_options or {})
-        self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
-                            keyframe_every=keyframe_every,
-                            tiles=tiles, detect_every=detect_every, scan=scan, scan_every=scan_every,
-                            backfill=backfill, faces=faces, anchor=anchor, face_heads=face_heads,
-                            scan_rotate=int(scan_rotate), hold_motion=float(hold_motion),
-                            follow_motion=float(follow_motion), limb_conf=float(limb_conf),
-                            parts_yield=bool(parts_yield))
-        self.iterations = iterations
-        self.w_3d = float(w_3d)
+        self.settings = MediapipePoseSettings(max_gap=max_gap, discover=discover, link=link, confirm=confirm, fit=fit,
+                                              bridge=bridge, faces=faces)
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model
         from anonymask.models.pose.estimate import estimate_people, estimate_people_by_shot
-        from anonymask.models.pose.fit import FitConfig
         from anonymask.models.pose.people import get_detector
 
         if io.instance_outputs is None:
             raise ValueError(f"{io.video_id}: pose4d backend 'mediapipe' needs somewhere to write instance masks")
         write_window, paint_frame = io.instance_outputs()
-        opts = dict(self.options, min_visible_frames=min(self.options["min_visible_frames"], io.shape[0]))
-        common = dict(paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
-                      fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source, **opts)
+        common = dict(detector=get_detector(self.detector, **self.detector_options), camera=None, source=io.source,
+                      write_window=write_window, read_frames=io.read_frames, paint_frame=paint_frame)
+        if not (io.shots and len(io.shots) > 1):
+            common["discovery"] = None  # built from the settings
         try:
             if io.shots and len(io.shots) > 1:  # shot by shot: nobody is carried across a cut
-                res = estimate_people_by_shot(io.shots, io.shape, get_body_model().rest_joints(), write_window,
-                                              io.read_frames, **common)
+                res = estimate_people_by_shot(io.shots, io.shape, get_body_model().rest_joints(), self.settings,
+                                              block=SHOT_READ_FRAMES, **common)
             else:
-                res = estimate_people(io.windows(), io.shape, get_body_model().rest_joints(), write_window,
-                                      read_frames=io.read_frames, **common)
+                res = estimate_people(io.windows(), io.shape, get_body_model().rest_joints(), self.settings, **common)
         except NoPersonError as err:
             faces = io.visible_faces()
             if faces:

@@ -35,6 +35,7 @@ from anonymask.models.pose.people import (
 from anonymask.models.pose.people import (
     known_person as _known,
 )
+from anonymask.models.pose.settings import DiscoverSettings
 
 
 @dataclass
@@ -75,7 +76,7 @@ class _Track:
 class OnlineTracker:
     """Hungarian matching of detections to live tracks; tracks die after ``max_gap`` misses."""
 
-    def __init__(self, max_gap: int = 10, min_iou: float = 0.15, held_iou: float = 0.5):
+    def __init__(self, max_gap: int, min_iou: float, held_iou: float):
         self.max_gap = int(max_gap)
         self.min_iou = float(min_iou)
         self.held_iou = float(held_iou)
@@ -141,40 +142,36 @@ class FrameOutput:
 class PersonDiscovery:
     """Streams frames in order through detection and tracking (see the module docstring)."""
 
-    def __init__(self, detector: PeopleDetector | None = None, *, keyframe_every: int = 10, tile_frac: float = 0.6,
-                 tiles: bool = True, recover_missed: bool = True, max_gap: int = 10, tile_min_score: float = 0.5,
-                 detect_every: int = 2, roi_tracking: bool = True, scan: bool = True, scan_every: int | None = None,
-                 scanner=None, verify: bool = True, hold: bool = True, hold_tol: float = 12.0,
-                 limbs: bool = True, t_len: int | None = None, anchor: bool = True, hold_refresh: float = 0.5,
-                 scan_rotate: int = 1, hold_reach: float = 0.5, hold_motion: float = 30.0,
-                 limb_conf: float = 0.5):
-        self.detector = detector or PeopleDetector()
+    def __init__(self, detector: PeopleDetector, settings: DiscoverSettings, *, max_gap: int, t_len: int | None,
+                 scanner):
+        """``settings``: every knob (models/pose/settings.py); ``max_gap``: frames a track survives
+        unseen; ``t_len``: the video's length when known (the last frame is scanned for people who
+        vanished inside the frame); ``scanner``: a ready scan (tests), or None: built from ``settings``."""
+        s = settings
+        self.settings = s
+        self.detector = detector
         self.t_len = None if t_len is None else int(t_len)
-        self.backfill_iou = 0.2
-        self.keyframe_every = max(1, int(keyframe_every))
-        self.detect_every = max(1, int(detect_every))
-        self.tile_frac = float(tile_frac)
-        self.tiles = bool(tiles)
-        self.recover_missed = bool(recover_missed)
-        self.tile_min_score = float(tile_min_score)
-        self.tracker = OnlineTracker(max_gap=max_gap)
+        self.backfill_iou = s.backfill_iou
+        self.keyframe_every, self.detect_every = s.keyframe_every, s.detect_every
+        self.tile_frac, self.tiles, self.tile_min_score = s.tile_frac, s.tiles, s.tile_min_score
+        self.recover_missed = s.recover_missed
+        self.tracker = OnlineTracker(max_gap=max_gap, min_iou=s.match_iou, held_iou=s.held_iou)
         self.roi = None
-        if roi_tracking:
+        if s.roi_tracking:
             from anonymask.models.pose.roi import RoiLandmarker
 
             self.roi = RoiLandmarker()
         self.scanner = scanner
-        if self.scanner is None and scan:
+        if self.scanner is None and s.scan:
             from anonymask.models.pose.scan import PoseScanner
 
-            self.scanner = PoseScanner(self.roi, anchor_scales=None if anchor else (), rotate=scan_rotate)
-        self.scan_every = max(1, int(scan_every or self.keyframe_every))
-        self.hold, self.hold_tol = bool(hold), float(hold_tol)
-        self.hold_refresh = float(hold_refresh)
-        self.hold_reach, self.hold_motion = float(hold_reach), float(hold_motion)
-        self.limbs, self.limb_conf = bool(limbs), float(limb_conf)
+            self.scanner = PoseScanner(self.roi, anchor_scales=None if s.anchor else (), rotate=s.scan_rotate)
+        self.scan_every = s.scan_every
+        self.hold, self.hold_tol, self.hold_refresh = s.hold, s.hold_tol, s.hold_refresh
+        self.hold_reach, self.hold_motion = s.hold_reach, s.hold_motion
+        self.limbs, self.limb_conf = s.limbs, s.limb_conf
         self.verify = None
-        if verify:
+        if s.evidence:
             from anonymask.models.pose.scan import PersonEvidence
 
             self.verify = getattr(self.scanner, "evidence", None) or PersonEvidence()
@@ -190,10 +187,10 @@ class PersonDiscovery:
         would then copy them back into the removed area. Where the difference is at most
         ``hold_refresh`` x ``hold_tol``, the next frame is compared with this one instead: a person
         standing still sways a little, and the difference to the last sighting grows frame by
-        frame (s04s03_a04_r01: from 2 to 28 grey levels over 15 frames; the hold let the man go,
-        and his track was then linked to a body drawn over the motorcycle). (The median instead of the mean held
-        the man by the motorcycle in s04s03_a04_r01 longer while the woman walked into his mask,
-        but also held moving people in place: s04_a02_r01 and s03_a03_r01 got a second track.)
+        frame (from 2 to 28 grey levels over 15 frames for a man standing still: the hold let
+        him go, and his track was then linked to a body drawn over the object beside him). (The median instead of the mean held
+        a still person longer while someone walked into their mask, but also held moving people
+        in place, who then got a second track; docs/RESULTS.md.)
         Returns the held track ids."""
         held = []
         gray = None
@@ -228,11 +225,11 @@ class PersonDiscovery:
         """A held person's last mask, plus what moved next to it since they were last seen for
         real: pixels around them (within ``hold_reach`` x their height) that differ from that
         sighting by more than ``hold_motion`` grey levels and touch the mask. Held, a person keeps
-        their pose of that sighting; an arm they stretch out meanwhile lies outside it (Pose2Sim
-        Multi cam03, frames 96-99: the man's arm, held since frame 94, was left in the output).
-        Pixels of the ``others`` found in this frame are theirs, not moved parts (s04s03_a04_r01:
-        the woman walking past the held man grew his mask over her, and a body drawn over the
-        motorcycle was then linked to him)."""
+        their pose of that sighting; an arm they stretch out meanwhile lies outside it (an arm stretched
+        out by a held man was left in the output).
+        Pixels of the ``others`` found in this frame are theirs, not moved parts (a woman
+        walking past a held man grew his mask over her, and a body drawn over the object beside
+        him was then linked to him)."""
         if tr.sight is None or self.hold_motion <= 0:
             return d
         (wx0, wy0, wx1, wy1), before = tr.sight
@@ -314,7 +311,7 @@ class PersonDiscovery:
         # again: a person back from behind an occluder after the last periodic scan is found there
         # and followed back by backfill. Only then, and only people of the vanished one's size are
         # kept: every scan may also find a hallucination, or a close-up's body that would take
-        # the face from the face-anchored avatar that covers it (hard_closeup)
+        # the face from the face-anchored avatar that covers it (in a close-up)
         periodic = self.scanner is not None and t % self.scan_every == 0
         vanished = self._vanished(t, w, h) if self.t_len is not None and t == self.t_len - 1 else []
         scan = periodic or (self.scanner is not None and bool(vanished))
@@ -396,7 +393,7 @@ class PersonDiscovery:
         for d, tid in zip(dets, ids):
             self.sources[d.source] = self.sources.get(d.source, 0) + 1
             if self.limbs and d.source != "hold":
-                add_limbs(d, limb_conf=self.limb_conf, shape=(h, w))
+                add_limbs(d, self.settings, (h, w))
             paint(labels, best, d, tid)
         for d in dets:
             d.mask = _NO_MASK  # the history keeps landmarks and boxes only (bounded memory)
@@ -439,7 +436,7 @@ class PersonDiscovery:
                         break
                     d.source = "back"
                     if self.limbs:
-                        add_limbs(d, limb_conf=self.limb_conf, shape=frames[k].shape[:2])
+                        add_limbs(d, self.settings, frames[k].shape[:2])
                     tr.frames[tt] = d
                     self.sources["back"] = self.sources.get("back", 0) + 1
                     roi = nxt
@@ -499,20 +496,21 @@ LIMBS = ((11, 13), (13, 15), (12, 14), (14, 16), (23, 25), (25, 27), (24, 26), (
          (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24))
 
 
-def add_limbs(d: Detection, width: float = 0.05, min_conf: float = 0.5, limb_conf: float | None = None,
-              shape: tuple[int, int] | None = None, reach: float = 0.3) -> None:
-    """Draw the body's limbs (lines between landmarks, ``width`` x the person's height thick) and
-    a disc over the head (landmarks seen with ``min_conf``) into the detection's mask.
+def add_limbs(d: Detection, settings: DiscoverSettings, shape: tuple[int, int] | None) -> None:
+    """Draw the body's limbs (lines between landmarks, ``settings.limb_width`` x the person's
+    height thick) and a disc over the head (landmarks seen with ``settings.head_conf``) into the
+    detection's mask.
 
-    ``limb_conf`` (default ``min_conf``): the visibility a limb's two landmarks need. Below 0.5
+    ``settings.limb_conf``: the visibility a limb's two landmarks need. Below 0.5
     the landmark model still places a limb it does not see well, often a leg behind an object,
-    which its segmentation leaves out (the back leg of the woman at the motorcycle in
-    s04s03_a04_r01 and the 640x480 bench clip was shown beside it). With ``shape`` (the frame's
+    which its segmentation leaves out (a back leg behind a vehicle or a bench was
+    shown beside it; docs/RESULTS.md). With ``shape`` (the frame's
     H, W) the mask's region grows to hold such lines, for limbs whose landmarks lie within
-    ``reach`` x the height of the person's box; without it the lines stay within the region."""
+    ``settings.limb_reach`` x the height of the person's box; without it the lines stay within
+    the region."""
     if d.mask.size == 0 or d.kp2d is None:
         return
-    need = min_conf if limb_conf is None else limb_conf
+    width, min_conf, need, reach = settings.limb_width, settings.head_conf, settings.limb_conf, settings.limb_reach
     x0, y0, x1, y1 = d.region
     th = max(2, int(round(width * max(d.height, 1.0))))
     pairs = [(a, b) for a, b in LIMBS if d.conf[a] >= need and d.conf[b] >= need]

@@ -19,13 +19,14 @@ import cv2
 import numpy as np
 
 from anonymask.models.metrics import box_iou
+from anonymask.models.pose.settings import FaceSettings
 
 
 class FaceFinder:
     """BlazeFace short-range + full-range on the frame (and a 2x upscale of small frames),
     duplicates merged. ``detect(frame) -> [(box x0,y0,x1,y1, score)]`` in frame pixels."""
 
-    def __init__(self, min_score: float = 0.6, upscale_below: int = 240):
+    def __init__(self, min_score: float, upscale_below: int):
         import mediapipe as mp
 
         self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
@@ -108,8 +109,7 @@ def head_covers(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarra
     face's centre (a person-sized avatar whose fit put the head a little off the face: the face is
     removed with its person and the avatar stands for them). A box around the face with a small
     avatar in it is not enough: a spurious body fitted small into a close-up's box "explained"
-    the face, which was then left to the background fill instead of an avatar (carphone, frames
-    15-47)."""
+    the face, which was then left to the background fill instead of an avatar (docs/RESULTS.md)."""
     fw, fh = float(face[2] - face[0]), float(face[3] - face[1])
     if fw <= 0 or fh <= 0:
         return False
@@ -137,15 +137,15 @@ def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1
     return False
 
 
-def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder | None = None,
-                      every: int = 2, window: int = 64, max_gap: int = 8, min_frames: int = 3,
-                      heads: np.ndarray | None = None) -> list[FaceTrack]:
-    """Face tracks (boxes on every ``every``-th frame, gaps bridged by the caller) of faces that no
-    person explains. ``heads`` (N,T,4, :func:`avatar_heads`, the tracks of ``person_boxes``):
+def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder, settings: FaceSettings,
+                      heads: np.ndarray | None) -> list[FaceTrack]:
+    """Face tracks (boxes on every ``settings.every``-th frame, gaps bridged by the caller) of faces
+    that no person explains, seen at least ``settings.min_detections`` times; a track continues
+    over up to ``settings.track_gap`` missed detections. ``heads`` (N,T,4, :func:`avatar_heads`, the tracks of ``person_boxes``):
     explained only where a person-sized avatar head is on the face or in a box around it
     (:func:`head_covers`); without it, where a person's box (``person_boxes`` (N,T,4), NaN where
     absent) holds the face's centre. ``read(a, b)`` gives frames."""
-    finder = finder or FaceFinder()
+    every, window, max_gap = settings.every, settings.read_frames, settings.track_gap
     tracks: list[FaceTrack] = []
     for a in range(0, t_len, window):
         frames = read(a, min(t_len, a + window))
@@ -160,12 +160,12 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
                     continue
                 live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
                 best = max(live, key=lambda tr: box_iou(tr.boxes[tr.last_t], box), default=None)
-                if best is None or box_iou(best.boxes[best.last_t], box) < 0.1:
+                if best is None or box_iou(best.boxes[best.last_t], box) < settings.track_iou:
                     best = FaceTrack()
                     tracks.append(best)
                 best.boxes[t] = box
                 best.last_t = t
-    return [tr for tr in tracks if len(tr.boxes) >= min_frames]
+    return [tr for tr in tracks if len(tr.boxes) >= settings.min_detections]
 
 
 def interpolate_boxes(boxes: np.ndarray, max_gap: int) -> np.ndarray:
@@ -184,7 +184,7 @@ class FaceBodyMask:
     """The person around a face: selfie segmentation (general model) on the frame, the connected
     regions that touch the face box (grown by half its size); the face box itself is always in."""
 
-    def __init__(self, threshold: float = 0.5):
+    def __init__(self, threshold: float):
         import mediapipe as mp
 
         self.seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
@@ -194,7 +194,7 @@ class FaceBodyMask:
         h, w = frame.shape[:2]
         return np.asarray(self.seg.process(np.ascontiguousarray(frame)).segmentation_mask, np.float32).reshape(h, w)
 
-    def confirms(self, read, track: FaceTrack, samples: int = 5, min_prob: float = 0.5) -> bool:
+    def confirms(self, read, track: FaceTrack, samples: int, min_prob: float) -> bool:
         """A second model agrees that the face is a person's: the segmentation's probability inside
         the face box (median over up to ``samples`` of the track's frames) is >= ``min_prob``
         (BlazeFace alone fires now and then on a headlight or a pattern)."""

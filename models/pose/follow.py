@@ -1,10 +1,10 @@
 """Follow what keeps moving after a walking person is lost: their legs, their back.
 
-A person leaving the frame is often seen last from the hips down (bikes.mp4 at 640 px: the
-landmark model lets a passer-by go at frame 188, legs and hips in view). No offline model here
+A person leaving the frame is often seen last from the hips down (the
+landmark model let a passer-by in street footage go with legs and hips in view). No offline model here
 finds legs, nor do the audit's detectors, so the walk-on of
 :func:`anonymask.models.pose.estimate.hold_end` (a box carried on at the person's last speed) was
-all that removed them; the legs outpaced it and were shown (frames 207-213).
+all that removed them; the legs outpaced it and were shown (docs/RESULTS.md).
 
 Past the walk-on, each frame is compared with the frame ``lag`` before, aligned onto it by a
 homography of what lies outside the person (the identity where none can be measured, as on a

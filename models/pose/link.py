@@ -5,12 +5,12 @@ occluder (a counter, a pillar, another person) for longer is found again later a
 in between they are partly visible (a head above the counter) but neither track covers them, so
 their visible part stays in the output. After discovery, a track A that ends inside the frame (it
 did not leave) is linked to a track B that starts inside the frame (it did not enter) after it,
-within ``max_link`` frames (or in the very frame A ends, when their boxes there overlap: the
-tracker lost the person and found them again at once, s03_a03_r01), when B's first box is where A could have walked to (centre distance
+within ``settings.gap`` frames (or in the very frame A ends, when their boxes there overlap: the
+tracker lost the person and found them again at once), when B's first box is where A could have walked to (centre distance
 <= ``slack`` + ``speed`` x gap, in person heights) and both boxes have about the same size: their
 heights or their diagonals within ``max_ratio`` (a pose changes one or the other: a man curled up
-in a flip has a box half as tall as when he lands, its diagonal 0.76x, Sports2D's demo; a kick
-widens the box, its height stays, s03_a03_r01). Before 2026-11-25 only heights counted. The
+in a flip has a box half as tall as when he lands, its diagonal 0.76x; a kick
+widens the box, its height stays). Before 2026-11-25 only heights counted. The
 linked gap is bridged by interpolated boxes (removed as boxes, the avatar stays), exactly as the
 short gaps of one track are. Linking is greedy by distance, one successor per track, so chains
 A -> B -> C form. Two different people can be linked only if one vanishes mid-frame where the
@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from anonymask.models.metrics import box_iou
+from anonymask.models.pose.settings import LinkSettings
 
 
 def _inside(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
@@ -37,10 +38,11 @@ def _ratio(a: float, b: float) -> float:
     return max(a, b) / max(min(a, b), 1e-6)
 
 
-def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], max_link: int, *, edge: float = 0.03,
-                speed: float = 0.08, slack: float = 0.5, max_ratio: float = 1.5) -> list[list[int]]:
+def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSettings) -> list[list[int]]:
     """``boxes``: per raw track (T,4) boxes, NaN where not seen. Returns groups of raw track
     indices (in time order), every index in exactly one group."""
+    max_link, edge, speed, slack, max_ratio = settings.gap, settings.edge, settings.speed, settings.slack, \
+        settings.max_ratio
     spans = []
     for b in boxes:
         seen = np.nonzero(np.isfinite(b[:, 0]))[0]
@@ -57,7 +59,7 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], max_link: int, *, 
             if gap < 0 or gap > max_link or sb[1] <= sa[1]:
                 continue
             bb = boxes[b][sb[0]]
-            if gap == 0 and box_iou(ba, bb) < 0.3:
+            if gap == 0 and box_iou(ba, bb) < settings.handover_iou:
                 continue  # a hand-over in one frame: the same person there, or no link
             if not _inside(bb, hw, edge):
                 continue

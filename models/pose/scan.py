@@ -10,8 +10,8 @@ the regions where the presence flag is high, lets the model move the region onto
 (``refine`` steps of the region the model predicts for the next frame, as in MediaPipe's own
 tracking) and accepts the result when the flag and the landmark visibility stay high.
 
-The refinement can drift: on a thin person in front of a big object (the man standing still by the
-motorcycle in s04s03_a04_r01, ~20x94 px) the predicted regions grow onto the object and the flag
+The refinement can drift: on a thin person in front of a big object (a man standing still by a
+motorcycle, ~20x94 px) the predicted regions grow onto the object and the flag
 falls, although a region of the person's size has the flag at 0.8-1.0 (on sides 0.9-1.1 x his
 height; 0.0-0.3 at 1.2-1.3 x, the size the model predicts). Where the refinement fails, the
 region is therefore anchored (:meth:`PoseScanner._anchored`): the predicted centre with smaller
@@ -260,8 +260,8 @@ class PoseScanner:
 
     def _stable(self, frame: np.ndarray, roi, d: Detection) -> bool:
         """The landmarks stay put when the region moves a little (``anchor_shift`` x side, four
-        ways): on a real person they move by <= 0.04 x their height on average (measured on the
-        man by the motorcycle in s04s03_a04_r01), on bodies drawn over a wheel or a limb 0.08.
+        ways): on a real person they move by <= 0.04 x their height on average (measured on a
+        man standing still by a motorcycle), on bodies drawn over a wheel or a limb 0.08.
         At least three of the four shifted regions must keep the flag (>= ``first_flag``) and
         the mean landmark shift must stay within ``anchor_jitter`` x the body height."""
         from anonymask.models.pose.people import BODY_LANDMARKS

@@ -56,3 +56,43 @@ def synthetic_motion(body, t_len: int = 10, seed: int = 0, pelvis=(0.3, 0.2, 3.5
     tr = body.transl_for(np.zeros(10), pel)
     z = np.zeros((t_len, 45))
     return SMPLHTrack(0, np.zeros(10), go, bp.reshape(t_len, 63), z, z, tr)
+
+
+@pytest.fixture
+def discovery():
+    """``discovery(detector, t_len=None, scanner=None, **changes)``: a ``PersonDiscovery`` with
+    production's settings (models/pose/settings.py) changed only where a test says so."""
+    from anonymask.models.pose.discover import PersonDiscovery
+    from anonymask.models.pose.people import PeopleDetector
+    from anonymask.models.pose.settings import MediapipePoseSettings
+
+    def make(detector=None, t_len=None, scanner=None, **changes):
+        prod = MediapipePoseSettings()
+        max_gap = changes.pop("max_gap", prod.max_gap)
+        settings = prod.discover.model_copy(update=changes)
+        type(settings).model_validate(settings.model_dump())  # a misspelt change is an error, not ignored
+        unknown = set(changes) - set(type(settings).model_fields)
+        assert not unknown, f"not discover settings: {unknown}"
+        return PersonDiscovery(detector or PeopleDetector(), settings, max_gap=max_gap, t_len=t_len, scanner=scanner)
+
+    return make
+
+
+@pytest.fixture
+def pose_settings():
+    """``pose_settings(**{"faces.enabled": False, "max_gap": 3})``: production's pose4d settings
+    tree with dotted changes."""
+    from anonymask.models.pose.settings import MediapipePoseSettings
+
+    def make(**changes):
+        tree = MediapipePoseSettings().model_dump()
+        for key, value in changes.items():
+            *path, leaf = key.split(".")
+            node = tree
+            for p in path:
+                node = node[p]
+            assert leaf in node, f"no pose4d setting {key!r}"
+            node[leaf] = value
+        return MediapipePoseSettings.model_validate(tree)
+
+    return make

@@ -4,6 +4,14 @@ import numpy as np
 import pytest
 
 from anonymask.models.pose.faces import FaceBodyMask, FaceFinder, explained, unexplained_faces
+from anonymask.models.pose.settings import FaceSettings
+
+S = FaceSettings()  # production's values
+EVERY_FRAME = S.model_copy(update={"every": 1})
+
+
+def _finder() -> FaceFinder:
+    return FaceFinder(S.min_score, S.upscale_below)
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +27,18 @@ def carphone():
 
 def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carphone):
     f = carphone[0]
-    faces = FaceFinder().detect(f)
+    faces = _finder().detect(f)
     assert len(faces) == 1
     box, score = faces[0]
     assert score > 0.8 and 40 < (box[0] + box[2]) / 2 < 130
     t_len = len(carphone)
     none = np.full((0, t_len, 4), np.nan, np.float32)
-    tracks = unexplained_faces(lambda a, b: carphone[a:b], t_len, none, every=1, min_frames=3)
+    tracks = unexplained_faces(lambda a, b: carphone[a:b], t_len, none, finder=_finder(), settings=EVERY_FRAME, heads=None)
     assert len(tracks) == 1 and len(tracks[0].boxes) >= 3
     around = np.tile(np.array([0, 0, 176, 144], np.float32), (1, t_len, 1))
-    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, around, every=1) == []
+    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, around, finder=_finder(), settings=EVERY_FRAME, heads=None) == []
     assert explained(box, [np.array([0, 0, 176, 144])]) and not explained(box, [np.array([0, 0, 20, 20])])
-    m = FaceBodyMask()(f, box) >= 0.5
+    m = FaceBodyMask(S.mask_threshold)(f, box) >= 0.5
     x0, y0, x1, y1 = box.astype(int)
     assert m[y0:y1, x0:x1].all()  # the face is in
     assert m.mean() > 0.25 and m[-10:].mean() > 0.4  # and the shoulders down to the frame's bottom
@@ -40,13 +48,13 @@ def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carpho
 def test_a_face_without_a_person_around_it_is_not_confirmed(carphone):
     from anonymask.models.pose.faces import FaceTrack
 
-    box, _ = FaceFinder().detect(carphone[0])[0]
+    box, _ = _finder().detect(carphone[0])[0]
     real = FaceTrack({t: box for t in range(len(carphone))}, len(carphone) - 1)
-    masker = FaceBodyMask()
-    assert masker.confirms(lambda a, b: carphone[a:b], real)
+    masker = FaceBodyMask(S.mask_threshold)
+    assert masker.confirms(lambda a, b: carphone[a:b], real, S.confirm_samples, S.confirm_min_prob)
     # the same box on frames where the person is replaced by a flat grey wall
     wall = np.full_like(carphone, 128)
-    assert not masker.confirms(lambda a, b: wall[a:b], real)
+    assert not masker.confirms(lambda a, b: wall[a:b], real, S.confirm_samples, S.confirm_min_prob)
 
 
 def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it(carphone):
@@ -60,7 +68,7 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
     from anonymask.models.pose.fallback import box_track
 
     t_len, h, w = carphone.shape[:3]
-    face, _ = FaceFinder().detect(carphone[0])[0]
+    face, _ = _finder().detect(carphone[0])[0]
     body = get_body_model()
     cam = default_camera(w, h)
     on_face = box_track(np.tile(face, (t_len, 1)), cam, body, 0, anchor="face")
@@ -84,10 +92,10 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
     tiny[[2, 3]] -= 0.4 * (tiny[[2, 3]] - tiny[[0, 1]])
     assert not head_covers(face, [tiny])
     # the face search: not explained with the small body's head, explained with the face avatar's
-    assert len(unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan), every=1,
-                                 heads=heads[1:])) == 1
-    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan), every=1,
-                             heads=heads[:1]) == []
+    assert len(unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan),
+                                 finder=_finder(), settings=EVERY_FRAME, heads=heads[1:])) == 1
+    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan),
+                             finder=_finder(), settings=EVERY_FRAME, heads=heads[:1]) == []
 
 
 def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
@@ -96,7 +104,8 @@ def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
     person's (IoU >= 0.3 with their body box, the face's centre inside it) its avatar is not
     drawn; a person elsewhere in the frame (a small box away from the face) keeps theirs."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.estimate import FALLBACK_FACE, POSED, yield_to_face
+    from anonymask.models.pose.face_people import yield_to_face
+    from anonymask.models.pose.records import Kind, Person
 
     t_len = 10
     face = np.full((t_len, 4), np.nan, np.float32)
@@ -109,8 +118,9 @@ def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
     other[:] = [140, 60, 160, 120]  # someone beside them
     tracks = [SMPLHTrack.rest(0, t_len), SMPLHTrack.rest(1, t_len), SMPLHTrack.rest(2, t_len)]
     tracks[0].valid[8:] = False
-    boxes, kinds = [same, other, body_of_face], [POSED, POSED, FALLBACK_FACE]
-    hidden = yield_to_face(tracks, boxes, kinds, 2, face)
+    boxes, kinds = [same, other, body_of_face], [Kind.POSED, Kind.POSED, Kind.FALLBACK_FACE]
+    people = [Person([i], [], b, np.zeros(t_len, bool), k, tr) for i, (b, k, tr) in enumerate(zip(boxes, kinds, tracks))]
+    hidden = yield_to_face(people, 2, face, FaceSettings().yield_iou)
     assert hidden == 6
     assert tracks[0].valid.tolist() == [True, True] + [False] * 8  # hidden where the face avatar is
     assert tracks[1].valid.all() and tracks[2].valid.all()
@@ -126,17 +136,21 @@ def test_a_small_body_drawn_on_the_face_person_yields_but_not_a_person_with_a_fa
     import cv2
 
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.estimate import POSED, yield_parts_to_face
+    from anonymask.models.pose.face_people import yield_parts_to_face
+    from anonymask.models.pose.records import Kind, Person
+
+    def people(tracks):
+        return [Person([i], [0], b, np.zeros(1, bool), Kind.POSED, tr) for i, (b, tr) in enumerate(zip(boxes, tracks))]
 
     frame = carphone[0].copy()
-    finder = FaceFinder()
+    finder = _finder()
     (face, _), = finder.detect(frame)
     fx0, fy0, fx1, fy1 = (int(v) for v in face)
     small = cv2.resize(frame[fy0:fy1, fx0:fx1], (int(0.6 * (fx1 - fx0)), int(0.6 * (fy1 - fy0))))
     px, py = (fx0 + fx1) // 2 + 10, fy1 + 8
     frame[py : py + small.shape[0], px : px + small.shape[1]] = small[: 144 - py]
     assert len(finder.detect(frame)) == 2  # the man's face and the pasted one
-    mask = FaceBodyMask()(frame, face)
+    mask = FaceBodyMask(S.mask_threshold)(frame, face)
     ys, xs = np.nonzero(mask >= 0.5)
     body = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float32)
     cx = (fx0 + fx1) / 2
@@ -145,11 +159,11 @@ def test_a_small_body_drawn_on_the_face_person_yields_but_not_a_person_with_a_fa
              np.array([[2, 2, 24, 40]], np.float32),  # the seat and window beside him
              np.array([[cx - 40, body[1], cx + 40, 144]], np.float32)]  # as tall as he is
     tracks = [SMPLHTrack.rest(i, 1) for i in range(4)]
-    hidden = yield_parts_to_face(tracks, boxes, [POSED] * 4, 0, mask, body, face, frame, finder)
+    hidden = yield_parts_to_face(people(tracks), 0, mask, body, face, frame, finder, FaceSettings())
     assert hidden == 1
     assert [bool(tr.valid[0]) for tr in tracks] == [False, True, True, True]
     assert np.isfinite(boxes[0]).all()  # its pixels stay removed
     # without the face test the body in front of him would yield too: that test is what keeps it
     tracks = [SMPLHTrack.rest(i, 1) for i in range(4)]
-    yield_parts_to_face(tracks, boxes, [POSED] * 4, 0, mask, body, face, np.zeros_like(frame), finder)
+    yield_parts_to_face(people(tracks), 0, mask, body, face, np.zeros_like(frame), finder, FaceSettings())
     assert not tracks[1].valid[0]

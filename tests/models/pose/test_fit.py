@@ -106,14 +106,14 @@ def _reprojection_px(body, track, kp2, conf):
 
 
 def _mediapipe_w3d() -> float:
-    return float(validate_stage("pose4d", {})["w_3d"])
+    return float(validate_stage("pose4d", {})["fit"]["w_3d"])
 
 
 def test_wrong_landmark_depths_pull_the_avatar_off_the_person_less_with_the_backends_3d_weight(body):
     """The landmark model's world landmarks guess depth; where the guess is wrong (here each
     joint's depth offset from the hips exaggerated 3x, mirrored, or flattened), a fit that follows
     them closely turns limbs towards or away from the camera and its avatar lies less well on the
-    person in the image. The mediapipe backend weighs them 0.25 (``MediapipePose.w_3d``), not 4.0
+    person in the image. The mediapipe backend weighs them 0.25 (``pose4d.fit.w_3d``), not 4.0
     as the fit's default (kept for the NTU skeletons' absolute Kinect joints); on real footage
     the avatar then covers more of the person (docs/RESULTS.md)."""
     w3d = _mediapipe_w3d()
@@ -142,10 +142,12 @@ def test_the_backends_3d_weight_still_recovers_a_known_motion(body, rng):
 
 
 def test_the_mediapipe_backend_fits_with_its_3d_weight():
-    assert validate_stage("pose4d", {})["w_3d"] == 0.25
-    assert validate_stage("pose4d", {"w_3d": 4.0})["w_3d"] == 4.0
+    assert validate_stage("pose4d", {})["fit"]["w_3d"] == 0.25
+    assert validate_stage("pose4d", {"fit": {"w_3d": 4.0}})["fit"]["w_3d"] == 4.0
     with pytest.raises(SettingsError):
-        validate_stage("pose4d", {"w_3d": -1.0})
+        validate_stage("pose4d", {"fit": {"w_3d": -1.0}})
+    with pytest.raises(SettingsError, match=r"pose4d.w_3d is now pose4d.fit.w_3d"):
+        validate_stage("pose4d", {"w_3d": 4.0})  # the flat key of before: an error naming its new place
 
 
 def test_people_fitted_together_follow_the_path_each_follows_alone(body, rng):

@@ -128,7 +128,8 @@ def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     """Through hold_end (the walk-on, then the follow): the followed frames are bridged and the
     avatar is held at the last sighting, so the hole has an avatar on it (no 'erased' person)."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.estimate import hold_end
+    from anonymask.models.pose.bridge import hold_end
+    from anonymask.models.pose.settings import BridgeSettings
 
     video = clip()
     boxes = np.full((T, 4), np.nan, np.float32)
@@ -139,11 +140,11 @@ def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     tr.valid[4:] = False
     tr.transl[:4] = np.arange(4)[:, None] * [0.05, 0, 0] + [0, 0, 3]
     gap = np.zeros(T, bool)
-    hold_end(tr, boxes, gap, (H, W), 3, read_frames=reader(video), follow=25.0)
+    hold_end(tr, boxes, gap, (H, W), 3, BridgeSettings(follow_motion=25.0), reader(video))
     walked = np.nonzero(gap)[0]
     assert walked[0] == 4 and walked[-1] > 7  # walk-on 4-6, then followed
     assert tr.valid[walked].all() and np.allclose(tr.transl[walked], tr.transl[3])
     gap2, boxes2, tr2 = np.zeros(T, bool), boxes.copy(), SMPLHTrack.rest(0, T)
     boxes2[4:] = np.nan
-    hold_end(tr2, boxes2, gap2, (H, W), 3)  # without frames: the walk-on only
+    hold_end(tr2, boxes2, gap2, (H, W), 3, BridgeSettings(), None)  # without frames: the walk-on only
     assert np.nonzero(gap2)[0].tolist() == [4, 5, 6]

@@ -5,6 +5,7 @@ import numpy as np
 
 from anonymask.models.pose.discover import add_limbs, paint
 from anonymask.models.pose.people import Detection
+from anonymask.models.pose.settings import DiscoverSettings
 
 
 def _person(back_leg_conf: float, far: bool = False) -> Detection:
@@ -26,8 +27,8 @@ def _person(back_leg_conf: float, far: bool = False) -> Detection:
                      0.9)
 
 
-def _painted(d: Detection, **kw) -> np.ndarray:
-    add_limbs(d, **kw)
+def _painted(d: Detection, limb_conf: float, shape: tuple[int, int] | None = None) -> np.ndarray:
+    add_limbs(d, DiscoverSettings(limb_conf=limb_conf), shape)
     labels, best = np.zeros((140, 500), np.uint16), np.zeros((140, 500), np.float32)
     paint(labels, best, d, 0)
     return labels > 0

@@ -5,6 +5,7 @@ import numpy as np
 from anonymask.models.pose.discover import FrameOutput
 from anonymask.models.pose.estimate import estimate_people
 from anonymask.models.pose.link import link_tracks
+from anonymask.models.pose.settings import LinkSettings
 
 HW = (192, 256)
 
@@ -21,14 +22,18 @@ def _walk(t_len, spans, x0=36.0, vx=3.3, y=(57.0, 140.0), w=30.0):
 def test_a_walker_lost_behind_a_counter_is_linked_to_the_track_that_finds_them_again():
     """The hard_occluded case: seen in frames 0-15, behind the counter until 42, found at 43."""
     walker = _walk(48, [(0, 15)]), _walk(48, [(43, 47)])
-    assert link_tracks(list(walker), HW, 48) == [[0, 1]]
+    assert link_tracks(list(walker), HW, LinkSettings(gap=48)) == [[0, 1]]
     # too long a gap, or found somewhere they could not have walked to: two people
-    assert link_tracks(list(walker), HW, 20) == [[0], [1]]
+    assert link_tracks(list(walker), HW, LinkSettings(gap=20)) == [[0], [1]]
     far = _walk(48, [(20, 47)], x0=134.0)  # 1.4 heights away 5 frames later (walking: 0.15)
-    assert link_tracks([walker[0], far], HW, 48) == [[0], [1]]
+    assert link_tracks([walker[0], far], HW, LinkSettings(gap=48)) == [[0], [1]]
     # a track that ends at the border left the frame: not linked to someone entering later
     left = _walk(48, [(0, 15)], x0=-60.0, vx=-1.0)
-    assert link_tracks([left, walker[1]], HW, 48) == [[0], [1]]
+    assert link_tracks([left, walker[1]], HW, LinkSettings(gap=48)) == [[0], [1]]
+
+
+#: no frames to re-read and nowhere to write labels: the passes after discovery only
+_IO = dict(detector=None, camera=None, source="walk.mp4", write_window=None, read_frames=None, paint_frame=None)
 
 
 class _FakeDiscovery:
@@ -52,12 +57,12 @@ class _FakeDiscovery:
                 np.zeros((t_len, 33, 3), np.float32), b)
 
 
-def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_track(body):
+def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_track(body, pose_settings):
     t_len = 48
     disc = _FakeDiscovery([_walk(t_len, [(0, 15)]), _walk(t_len, [(43, 47)])])
     frames = np.zeros((t_len, *HW, 3), np.uint8)
-    res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), discovery=disc,
-                          min_visible_frames=t_len, faces=False)  # box avatars: nothing to fit here
+    settings = pose_settings(**{"confirm.min_visible_frames": t_len, "faces.enabled": False})  # box avatars
+    res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), settings, discovery=disc, **_IO)
     assert len(res.tracks) == 1 and res.instance_track.tolist() == [0, 0]
     assert np.isfinite(res.boxes[0, :, 0]).all()  # removed (as a box) behind the counter too
     assert res.gap[0, 16:43].all() and not res.gap[0, :16].any()
@@ -69,12 +74,12 @@ def test_a_track_that_takes_over_in_the_frame_the_other_ends_is_the_same_person(
     that same frame: two avatars (one held in place) for one person."""
     a, b = _walk(48, [(0, 19)]), _walk(48, [(19, 47)])
     b[19] += [2, 0, 2, 0]
-    assert link_tracks([a, b], HW, 48) == [[0, 1]]
+    assert link_tracks([a, b], HW, LinkSettings(gap=48)) == [[0, 1]]
     elsewhere = _walk(48, [(19, 47)], x0=150.0)  # someone else appearing in that frame
-    assert link_tracks([a, elsewhere], HW, 48) == [[0], [1]]
+    assert link_tracks([a, elsewhere], HW, LinkSettings(gap=48)) == [[0], [1]]
 
 
-def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_length(body):
+def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_length(body, pose_settings):
     """A long video whose people come and go (a track every 75 frames over 3000 frames): every
     track comes back compact (its own frames and the frames held after it), and the tracks'
     assembly never holds (tracks x video length) rows. All raw landmark arrays at once were
@@ -89,8 +94,8 @@ def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_len
     gc.collect()
     tracemalloc.start()
     try:
-        res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), discovery=disc,
-                              min_visible_frames=t_len, link_gap=0, faces=False)
+        settings = pose_settings(**{"confirm.min_visible_frames": t_len, "link.gap": 0, "faces.enabled": False})
+        res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), settings, discovery=disc, **_IO)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -116,7 +121,7 @@ def test_a_person_curled_up_in_a_jump_is_linked_to_them_landing():
     flip[150:165] = (199, 57, 288, 126)
     land = np.full((230, 4), np.nan, np.float32)
     land[185:230] = (251, 49, 318, 181)
-    assert link_tracks([flip, land], hw, 48) == [[0, 1]]
+    assert link_tracks([flip, land], hw, LinkSettings(gap=48)) == [[0, 1]]
     small = np.full((230, 4), np.nan, np.float32)
     small[185:230] = (265, 140, 285, 181)  # someone far smaller where he lands
-    assert link_tracks([flip, small], hw, 48) == [[0], [1]]
+    assert link_tracks([flip, small], hw, LinkSettings(gap=48)) == [[0], [1]]

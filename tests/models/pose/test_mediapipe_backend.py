@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from anonymask.models.pose.estimate import estimate_people
-from anonymask.models.pose.fit import FitConfig
+from anonymask.models.pose.people import PeopleDetector
 
 
 def _demo_video() -> Path:
@@ -21,7 +21,7 @@ def _demo_video() -> Path:
     return path
 
 
-def test_mediapipe_backend_on_real_video(body):
+def test_mediapipe_backend_on_real_video(body, pose_settings):
     import cv2
 
     from anonymask.storage.video_io import read_frames
@@ -38,8 +38,10 @@ def test_mediapipe_backend_on_real_video(body):
         written[t0] = (labels, prob)
 
     start = time.perf_counter()
-    res = estimate_people([(0, frames[:2]), (2, frames[2:])], frames.shape[:3], body.rest_joints(), write,
-                          fit=FitConfig(iterations=60), source="demo.mp4", tiles=True, keyframe_every=2)
+    settings = pose_settings(**{"fit.iterations": 60, "discover.tiles": True, "discover.keyframe_every": 2})
+    res = estimate_people([(0, frames[:2]), (2, frames[2:])], frames.shape[:3], body.rest_joints(), settings,
+                          detector=PeopleDetector(), camera=None, source="demo.mp4", write_window=write,
+                          read_frames=None, paint_frame=None, discovery=None)
     seconds = time.perf_counter() - start
     assert sorted(written) == [0, 2] and written[0][0].shape == (2,) + frames.shape[1:3]
     assert len(res.tracks) >= 1
@@ -63,7 +65,7 @@ def test_mediapipe_backend_on_real_video(body):
     assert np.isin(labels[main.valid], raw_ids + 1).any(axis=(1, 2)).all()
 
 
-def test_nobody_is_carried_across_a_cut(body):
+def test_nobody_is_carried_across_a_cut(body, pose_settings):
     """People seen before a cut are not held, followed or extended into the next shot (a scene
     with nobody): :func:`estimate_people_by_shot` runs each shot on its own. The whole clip as one
     shot holds them there (``hold_end``), which is what the test guards against."""
@@ -78,7 +80,8 @@ def test_nobody_is_carried_across_a_cut(body):
     people = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in full])
     empty = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, people.shape[1:], np.uint8), (31, 31), 9)
     frames = np.concatenate([people, np.stack([empty] * 3), people[::-1]])  # people, nobody, people
-    opts = dict(fit=FitConfig(iterations=20), scan=False, source="cut.mp4")
+    settings = pose_settings(**{"fit.iterations": 20, "discover.scan": False})
+    opts = dict(detector=PeopleDetector(), camera=None, source="cut.mp4", paint_frame=None)
     labels = np.zeros(frames.shape[:3], np.uint16)
 
     def write(t0, lab, prob):
@@ -87,10 +90,11 @@ def test_nobody_is_carried_across_a_cut(body):
     def valid_after_cut(res):
         return [int(t.window(0, len(frames)).valid[3:].sum()) for t in res.tracks]
 
-    one = estimate_people([(0, frames)], frames.shape[:3], body.rest_joints(), None, **opts)
+    one = estimate_people([(0, frames)], frames.shape[:3], body.rest_joints(), settings, write_window=None,
+                          read_frames=None, discovery=None, **opts)
     assert max(valid_after_cut(one)) > 0  # held past the cut when the clip is one shot
-    res = estimate_people_by_shot([(0, 3), (3, 6), (6, 9)], frames.shape[:3], body.rest_joints(), write,
-                                  lambda a, b: frames[a:b], **opts)
+    res = estimate_people_by_shot([(0, 3), (3, 6), (6, 9)], frames.shape[:3], body.rest_joints(), settings,
+                                  write_window=write, read_frames=lambda a, b: frames[a:b], block=64, **opts)
     shot_of = []  # each track lives in one shot
     for t in res.tracks:
         seen = np.flatnonzero(t.window(0, len(frames)).valid)

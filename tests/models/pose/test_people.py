@@ -3,7 +3,7 @@ behind in the foreground, a man walking; a masked bystander stands at the back).
 
 import numpy as np
 
-from anonymask.models.pose.discover import OnlineTracker, PersonDiscovery, fill_gaps
+from anonymask.models.pose.discover import OnlineTracker, fill_gaps
 from anonymask.models.pose.people import Detection, PeopleDetector, pose_landmarker_bundle, square_tiles
 from anonymask.models.pose.roi import RoiLandmarker, roi_from_landmarks
 
@@ -83,11 +83,11 @@ def test_the_landmark_model_gives_the_same_result_on_any_number_of_threads(pose2
     assert 1 <= cpu_threads() <= 4
 
 
-def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames):
+def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames, discovery):
     """The woman (from behind), the man, and the masked bystander who stands still at the back
     (the face-keyed detector never finds her; the landmark-model scan does)."""
     fr = pose2sim_frames()
-    disc = PersonDiscovery(keyframe_every=100)
+    disc = discovery(keyframe_every=100)
     outs = [disc.push(f) for f in fr]
     raw = disc.tracks(len(fr))
     long = [r for r in raw if len(r[0]) == len(fr)]
@@ -116,7 +116,7 @@ def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
 
 
 def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
-    tr = OnlineTracker(max_gap=3)
+    tr = OnlineTracker(max_gap=3, min_iou=0.15, held_iou=0.5)
     a, b = [10, 10, 50, 100], [200, 10, 240, 100]
     assert tr.update(0, [_det(a), _det(b)]) == [0, 1]
     assert tr.update(1, [_det(b)]) == [1]
@@ -136,11 +136,11 @@ def test_a_track_held_in_place_is_not_taken_over_by_an_overlapping_detection_of_
     box that overlaps it well (IoU >= held_iou)."""
     man, other = [68, 65, 124, 156], [88, 44, 228, 132]
     for held, expect in ((0, [0]), (1, [1])):
-        tr = OnlineTracker(max_gap=10)
+        tr = OnlineTracker(max_gap=10, min_iou=0.15, held_iou=0.5)
         tr.update(0, [_det(man)])
         tr.tracks[0].held = held
         assert tr.update(1, [_det(other)]) == expect
-    tr = OnlineTracker(max_gap=10)
+    tr = OnlineTracker(max_gap=10, min_iou=0.15, held_iou=0.5)
     tr.update(0, [_det(man)])
     tr.tracks[0].held = 3
     assert tr.update(1, [_det([70, 65, 126, 157])]) == [0]  # the man himself, found again
@@ -194,7 +194,7 @@ class _GreenDetector(_NoDetector):
         return [] if d is None else [d]
 
 
-def test_a_person_who_comes_back_after_the_last_periodic_scan_is_found_on_the_last_frame():
+def test_a_person_who_comes_back_after_the_last_periodic_scan_is_found_on_the_last_frame(discovery):
     """hard_occluded: the walker goes behind the counter (frame 16) and comes back at frame 41 of
     48; the scans at 0, 16, 32 never see them. Someone vanished inside the frame, so the last frame
     is scanned too (backfill takes them back from there)."""
@@ -202,34 +202,34 @@ def test_a_person_who_comes_back_after_the_last_periodic_scan_is_found_on_the_la
     frames = np.zeros((t_len, 40, 60, 3), np.uint8)
     frames[:6, 5:35, 10:20, 0] = 255  # seen, then gone behind something inside the frame
     frames[18:, 5:35, 30:40, 0] = 255  # back at frame 18, after the scan at 16
-    disc = PersonDiscovery(_NoDetector(), scanner=_MarkerScanner(), roi_tracking=False, verify=False,
+    disc = discovery(_NoDetector(), scanner=_MarkerScanner(), roi_tracking=False, evidence=False,
                            tiles=False, scan_every=16, detect_every=4, t_len=t_len)
     outs = [disc.push(f) for f in frames]
     assert outs[-1].labels[20, 35] > 0
     assert any(t_len - 1 in tr.frames for tr in disc.tracker.tracks)
 
 
-def test_the_last_frame_is_not_scanned_when_nobody_vanished():
+def test_the_last_frame_is_not_scanned_when_nobody_vanished(discovery):
     """Every scan may find a hallucination (s02_a02_r01: a thing at the bottom edge, backfilled
     into a second avatar); with every person still followed there is no one to look for."""
     t_len = 24
     frames = np.zeros((t_len, 40, 60, 3), np.uint8)
     frames[:, 5:35, 10:20, 1] = 255  # followed in every frame by the detector
     frames[18:, 5:35, 40:50, 0] = 255  # what only the scan would 'find', after the scan at 16
-    disc = PersonDiscovery(_GreenDetector(), scanner=_MarkerScanner(), roi_tracking=False, verify=False,
+    disc = discovery(_GreenDetector(), scanner=_MarkerScanner(), roi_tracking=False, evidence=False,
                            tiles=False, scan_every=16, detect_every=1, t_len=t_len)
     outs = [disc.push(f) for f in frames]
     assert outs[-1].labels[20, 45] == 0 and len(disc.tracker.tracks) == 1
 
 
-def test_the_last_frame_scan_keeps_only_people_of_the_vanished_ones_size():
+def test_the_last_frame_scan_keeps_only_people_of_the_vanished_ones_size(discovery):
     """hard_closeup: a small spurious track vanished; the last-frame scan found the close-up
     person's body, which then took their face from the face-anchored avatar (19% leaked)."""
     t_len = 24
     frames = np.zeros((t_len, 60, 80, 3), np.uint8)
     frames[:6, 10:25, 10:16, 0] = 255  # a 15 px 'person' vanishes inside the frame
     frames[18:, 2:58, 30:70, 0] = 255  # something 56 px tall at the end
-    disc = PersonDiscovery(_NoDetector(), scanner=_MarkerScanner(), roi_tracking=False, verify=False,
+    disc = discovery(_NoDetector(), scanner=_MarkerScanner(), roi_tracking=False, evidence=False,
                            tiles=False, scan_every=16, detect_every=4, t_len=t_len)
     outs = [disc.push(f) for f in frames]
     assert outs[-1].labels[30, 50] == 0
@@ -246,14 +246,14 @@ class _ScriptedRoi:
         return (None, None, 0.0) if b is None else (_det(b), (0.0, 0.0, 10.0, 0.0), 1.0)
 
 
-def test_backfill_stops_where_the_region_jumps_off_the_person():
+def test_backfill_stops_where_the_region_jumps_off_the_person(discovery):
     """hard_enter_leave: followed back from frame 7 (half out of the left border), the region slid
     onto the motorcycle in frame 6; that box is not the person (and hid the border from the
     extension that removes the rest of them)."""
     from anonymask.models.pose.discover import _Track
 
     frames = np.stack([np.full((4, 4, 3), t, np.uint8) for t in range(10)])
-    disc = PersonDiscovery(_NoDetector(), scan=False, roi_tracking=False, verify=False, t_len=10)
+    disc = discovery(_NoDetector(), scan=False, roi_tracking=False, evidence=False, t_len=10)
     disc.roi = _ScriptedRoi({6: [0, 50, 36, 190], 5: [60, 76, 130, 153], 4: [62, 76, 132, 153]})
     tr = _Track(0)
     for t in range(7, 10):
@@ -282,7 +282,7 @@ class _OnceDetector:
         return []
 
 
-def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_between_frames():
+def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_between_frames(discovery):
     """The held person's pixels change by 3 grey levels a frame (a person standing still sways):
     after 5 frames they differ from the last real sighting by more than hold_tol (12), but never
     by more than 3 from the frame before. With hold_refresh they stay held for the whole clip;
@@ -292,8 +292,8 @@ def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_be
     frames = [np.clip(base + 3 * t, 0, 255).astype(np.uint8) for t in range(12)]
     held = {}
     for refresh in (0.5, 0.0):
-        disc = PersonDiscovery(_OnceDetector((16, 8, 40, 56)), tiles=False, roi_tracking=False, scan=False,
-                               verify=False, limbs=False, detect_every=1, hold_refresh=refresh)
+        disc = discovery(_OnceDetector((16, 8, 40, 56)), tiles=False, roi_tracking=False, scan=False,
+                               evidence=False, limbs=False, detect_every=1, hold_refresh=refresh)
         for f in frames:
             disc.push(f)
         held[refresh] = sorted(disc.tracker.tracks[0].frames)
@@ -301,7 +301,7 @@ def test_a_person_who_sways_a_little_stays_held_as_long_as_they_barely_change_be
     assert held[0.0] == list(range(5))
 
 
-def test_a_held_person_keeps_what_they_moved_since_they_were_last_seen():
+def test_a_held_person_keeps_what_they_moved_since_they_were_last_seen(discovery):
     """Pose2Sim Multi cam03: the man was held in place from frame 94 (the landmark model lost him
     in front of the woman) and stretched an arm out meanwhile; his held mask was the pose of frame
     94 and the arm was left in the output. Held, a person's mask also takes the pixels next to it
@@ -313,7 +313,7 @@ def test_a_held_person_keeps_what_they_moved_since_they_were_last_seen():
     later[20:24, 22:40] = (230, 40, 230)  # an arm stretched out, touching them
     later[2:6, 70:76] = (230, 40, 230)  # something else that changed, apart from them
     for motion, arm_kept in ((30.0, True), (0.0, False)):
-        disc = PersonDiscovery(_OnceDetector((40, 10, 55, 50)), scan=False, roi_tracking=False, verify=False,
+        disc = discovery(_OnceDetector((40, 10, 55, 50)), scan=False, roi_tracking=False, evidence=False,
                                tiles=False, limbs=False, detect_every=1, hold_motion=motion)
         outs = [disc.push(f) for f in (still, later)]
         assert (outs[0].labels[10:50, 40:55] > 0).all() and disc.sources["hold"] == 1
@@ -342,12 +342,12 @@ class _ScriptDetector:
         return []
 
 
-def _discovery(script):
-    return PersonDiscovery(_ScriptDetector(script), scan=False, roi_tracking=False, verify=False, tiles=False,
+def _discovery(discovery, script):
+    return discovery(_ScriptDetector(script), scan=False, roi_tracking=False, evidence=False, tiles=False,
                            limbs=False, detect_every=1, hold_motion=30.0)
 
 
-def test_a_held_person_does_not_take_the_pixels_of_someone_found_next_to_them():
+def test_a_held_person_does_not_take_the_pixels_of_someone_found_next_to_them(discovery):
     """s04s03_a04_r01: the woman walked up to the man held by the motorcycle; her pixels had
     changed since his last sighting and touched his mask, so his held mask (and box) grew over
     her. Pixels of a person found in the same frame are theirs, not the held person's."""
@@ -358,7 +358,7 @@ def test_a_held_person_does_not_take_the_pixels_of_someone_found_next_to_them():
     second = first.copy()
     second[10:50, 80:95] = first[10:50, 0:15]
     second[10:50, 55:70] = (255, 0, 0)  # ...who walked up to the held person
-    disc = _discovery([[(40, 10, 55, 50), (80, 10, 95, 50)], [(55, 10, 70, 50)]])
+    disc = _discovery(discovery, [[(40, 10, 55, 50), (80, 10, 95, 50)], [(55, 10, 70, 50)]])
     disc.push(first)
     disc.push(second)
     held = [tr for tr in disc.tracker.tracks if 1 in tr.frames and tr.frames[1].source == "hold"]
@@ -366,7 +366,7 @@ def test_a_held_person_does_not_take_the_pixels_of_someone_found_next_to_them():
     np.testing.assert_array_equal(held[0].frames[1].box, [40, 10, 55, 50])
 
 
-def test_a_detection_over_what_moved_next_to_a_held_person_is_not_linked_to_them():
+def test_a_detection_over_what_moved_next_to_a_held_person_is_not_linked_to_them(discovery):
     """A held person's box also holds what moved next to them; a body drawn there later
     (s04s03_a04_r01: over the motorcycle, beside the held man) overlaps that box but not where
     the person stands, and must start its own track instead of taking over theirs."""
@@ -375,7 +375,7 @@ def test_a_detection_over_what_moved_next_to_a_held_person_is_not_linked_to_them
     first[10:50, 40:55] = (0, 255, 0)
     moved = first.copy()
     moved[10:50, 55:75] = (230, 40, 230)  # something no detector finds moved next to them
-    disc = _discovery([[(40, 10, 55, 50)], [], [], [(50, 10, 75, 50)]])
+    disc = _discovery(discovery, [[(40, 10, 55, 50)], [], [], [(50, 10, 75, 50)]])
     for f in (first, moved, moved, moved):
         disc.push(f)
     person = disc.tracker.tracks[0]

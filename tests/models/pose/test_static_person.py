@@ -72,16 +72,14 @@ def test_the_scan_finds_the_man_standing_still_by_the_motorcycle(video):
 
 
 @pytest.mark.slow
-def test_discovery_keeps_the_man_standing_still_for_the_whole_video(video):
+def test_discovery_keeps_the_man_standing_still_for_the_whole_video(video, discovery):
     """A track covers him on >= 70% of the 48 frames (followed, searched or held in place; the
     pose stage holds a track that ends inside the frame for 10 more frames); a hallucinated body
     next to him does not take his track over. Before: no track on him in any frame."""
-    from anonymask.models.pose.discover import PersonDiscovery
     from anonymask.models.pose.people import get_detector
 
     frames, mask = video
-    disc = PersonDiscovery(get_detector("mediapipe"), keyframe_every=10, tiles=False, max_gap=10, detect_every=4,
-                           scan=True, scan_every=16, t_len=len(frames))
+    disc = discovery(get_detector("mediapipe"), t_len=len(frames))  # production's settings
     for f in frames:
         disc.push(f)
     best = max(sum(_on(d, mask[t]) for t, d in tr.frames.items()) for tr in disc.tracker.tracks)

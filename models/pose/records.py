@@ -1,0 +1,80 @@
+"""The records person discovery's passes hand each other: one :class:`Person` per person found (no
+parallel lists), and :class:`PoseDiagnostics`, what the passes report (typed fields, turned into the
+stage's flat metrics once, at the end)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+
+class Kind(IntEnum):
+    """How a person's avatar was obtained (stored as ``pose/kinds``)."""
+
+    POSED = 0  # SMPL-H fitted to their landmarks
+    FALLBACK_BOX = 1  # seen too briefly to pose: a neutral avatar fitted into their box
+    FALLBACK_FACE = 2  # a face no body explains: a neutral avatar anchored on the face
+
+
+@dataclass
+class Person:
+    """One person: the raw tracks discovery found them as (linked), their boxes and bridged frames
+    over the whole video (or shot), and their avatar once fitted."""
+
+    raw_ids: list[int]  # discovery's raw track ids (instance label - 1) that are this person
+    frames_seen: list[int]  # frames where a detector or the landmark model saw them
+    boxes: np.ndarray  # (T,4) x0,y0,x1,y1, NaN where absent; gaps filled, bridged frames added
+    gap: np.ndarray  # (T,) bool: frames bridged between or past their detections
+    kind: Kind = Kind.POSED
+    track: object | None = None  # SMPLHTrack: full length until bridged, then compact
+    reproj: float = float("nan")  # the fit's reprojection term (posed people)
+    #: (kp2d, conf, world) over their span and the span (first, last + 1): the fit's input, dropped
+    #: once fitted
+    landmarks: tuple | None = None
+
+
+@dataclass
+class PoseDiagnostics:
+    """What the passes found and did, per video (or per shot, merged with :meth:`merge`)."""
+
+    linked_tracks: int = 0  # raw tracks joined to an earlier one of the same person
+    faces_rejected: int = 0  # face tracks the segmentation did not confirm as a person's
+    parts_yielded: int = 0  # body-frames not drawn: a part of a face person
+    avatars_yielded: int = 0  # body-frames not drawn: the face person's own body
+    detections: dict[str, int] = field(default_factory=dict)  # per source (frame, scan, hold, ...)
+    scan_count: int | None = None  # the landmark-model scan's passes, calls and skipped regions
+    scan_calls: int | None = None
+    scan_skipped: int | None = None
+    shots: int | None = None
+    people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
+
+    def merge(self, other: PoseDiagnostics) -> None:
+        """Add a later shot's diagnostics (its people numbered on after these)."""
+        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for k, v in other.detections.items():
+            self.detections[k] = self.detections.get(k, 0) + v
+        for name in ("scan_count", "scan_calls", "scan_skipped"):
+            if getattr(other, name) is not None:
+                setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
+        self.people.extend(other.people)
+
+    def metrics(self) -> dict[str, float]:
+        """The flat metrics the stage records (``status`` and the run report show them)."""
+        kinds = [k for k, _, _ in self.people]
+        out = {"linked_tracks": float(self.linked_tracks), "faces_rejected": float(self.faces_rejected),
+               "parts_yielded": float(self.parts_yielded), "avatars_yielded": float(self.avatars_yielded),
+               "unconfirmed_tracks": float(kinds.count(Kind.FALLBACK_BOX)),
+               "fallback_tracks": float(sum(k != Kind.POSED for k in kinds)),
+               "face_tracks": float(kinds.count(Kind.FALLBACK_FACE))}
+        for i, (kind, frames, reproj) in enumerate(self.people):
+            out[f"track{i}_frames"] = float(frames)
+            if kind == Kind.POSED:
+                out[f"track{i}_reproj"] = float(reproj)
+        out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
+        for name in ("scan_count", "scan_calls", "scan_skipped", "shots"):
+            if getattr(self, name) is not None:
+                out[name] = float(getattr(self, name))
+        return out

@@ -1,0 +1,183 @@
+"""The ``pose4d`` stage's settings for the ``mediapipe`` backend, as one typed tree.
+
+One sub-model per pass of person discovery (models/pose/estimate.py): ``discover`` (detect and
+follow, frame by frame), ``link``, ``confirm``, ``fit``, ``bridge`` (hold and extend past a track's
+ends) and ``faces``. Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
+and passed down whole; the passes and the classes they build take every value from here and have
+no defaults of their own (tests/models/pose/test_pose_settings.py checks that), so a test that
+calls a pass runs the configuration production runs.
+
+Every threshold says its unit and why it is there. Which clips showed the need for a value, and
+the sweeps that chose it, are in docs/RESULTS.md (search for the setting's name).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PassSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DiscoverSettings(PassSettings):
+    """Detect and follow every person frame by frame (models/pose/discover.py ``PersonDiscovery``)."""
+
+    detect_every: int = Field(4, ge=1, description="frames between full-frame detector runs; it also runs on "
+                                                   "any frame where a track was lost (cost against how late a "
+                                                   "newcomer is found)")
+    keyframe_every: int = Field(10, ge=1, description="frames between keyframes, where tiles (when on) look for "
+                                                      "people too small for the full-frame detector")
+    tiles: bool = Field(False, description="tile keyframes: small people in large frames (costs one detector "
+                                           "call per tile)")
+    tile_frac: float = Field(0.6, gt=0.0, le=1.0, description="tile side as a share of the frame's short side")
+    tile_min_score: float = Field(0.5, ge=0.0, le=1.0, description="detector score a tile's detection needs "
+                                                                   "(a tile sees less context than the frame)")
+    recover_missed: bool = Field(True, description="a person the frame detector missed is searched for in a crop "
+                                                   "around where their track was predicted")
+    roi_tracking: bool = Field(True, description="follow each person by the landmark model on a region from their "
+                                                 "last landmarks (a person seen from behind has no detectable face)")
+    scan: bool = Field(True, description="scan a grid of regions with the landmark model: finds people who stand "
+                                         "still, whom the detector can miss for the whole video")
+    scan_every: int = Field(16, ge=1, description="frames between scans (its calls dominate pose4d's time)")
+    scan_rotate: int = Field(2, ge=1, description="after its first pass a scan looks at regions whose pixels "
+                                                  "changed plus 1/scan_rotate of the others; 1: the whole grid")
+    anchor: bool = Field(True, description="the scan also accepts a person on a region the landmark model is sure "
+                                           "of when the regions it predicts drift off them (a thin person in "
+                                           "front of a big object)")
+    evidence: bool = Field(True, description="a scan or tile hit needs a second opinion (HOG + selfie "
+                                             "segmentation) before it starts a track")
+    hold: bool = Field(True, description="a track lost while its person's pixels are unchanged is held in place "
+                                         "(a still person the landmark model lets go of)")
+    hold_tol: float = Field(12.0, ge=0.0, description="grey levels: mean change of a lost person's region under "
+                                                      "which they still stand there")
+    hold_refresh: float = Field(0.5, ge=0.0, le=1.0, description="share of hold_tol: a held person's region that "
+                                                                 "changed less is compared with this frame next "
+                                                                 "(someone standing still sways a little)")
+    hold_reach: float = Field(0.5, ge=0.0, description="person heights around a held person searched for parts "
+                                                       "that moved since they were last seen")
+    hold_motion: float = Field(30.0, ge=0.0, description="grey levels: pixels next to a held person that changed "
+                                                         "by more stay theirs (an arm stretched out); 0: last mask")
+    limbs: bool = Field(True, description="draw limbs placed by the landmarks into the person's mask beyond the "
+                                          "segmentation")
+    limb_conf: float = Field(0.1, ge=0.0, le=1.0, description="landmark visibility a limb needs to be drawn into "
+                                                              "the mask (a leg behind an object is seen at 0.2-0.5)")
+    limb_width: float = Field(0.05, gt=0.0, description="person heights: thickness of a limb drawn into the mask")
+    limb_reach: float = Field(0.3, ge=0.0, description="person heights outside their box a limb's landmarks may "
+                                                       "lie and still be drawn (farther: placed on someone else)")
+    head_conf: float = Field(0.5, ge=0.0, le=1.0, description="visibility of face landmarks for the head disc "
+                                                              "(hair, a hat the segmentation trims)")
+    match_iou: float = Field(0.15, ge=0.0, le=1.0, description="box IoU a detection needs with a track's predicted "
+                                                               "box to continue it")
+    held_iou: float = Field(0.5, ge=0.0, le=1.0, description="box IoU a detection with other landmarks needs to "
+                                                             "continue a held track (else it is someone else)")
+    backfill: bool = Field(True, description="tracks that start late are followed backwards to where their "
+                                             "person came in")
+    backfill_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU that stops a backwards follow on "
+                                                                 "another track (it reached someone else)")
+
+
+class LinkSettings(PassSettings):
+    """Tracks that are one person lost behind an occluder become one (models/pose/link.py)."""
+
+    gap: int = Field(48, ge=0, description="frames a person may be hidden and still be linked; 0: no linking")
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a track ending or starting this "
+                                                          "close to a border may have left or entered, not hidden")
+    speed: float = Field(0.08, ge=0.0, description="person heights per hidden frame the linked box may have moved")
+    slack: float = Field(0.5, ge=0.0, description="person heights the linked box may be off at no gap")
+    max_ratio: float = Field(1.5, ge=1.0, description="largest size ratio between the two ends (a child is not the "
+                                                      "adult who walked behind the pillar)")
+    handover_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU two tracks need to link in the same "
+                                                                 "frame (a hand-over)")
+
+
+class ConfirmSettings(PassSettings):
+    """Which tracks are posed and which get a neutral avatar in their box (never erased)."""
+
+    min_visible_frames: int = Field(2, ge=1, description="frames a track must be seen to be posed: one frame's "
+                                                         "landmarks fit no motion (capped at the video length)")
+
+
+class FitSettings(PassSettings):
+    """SMPL-H fitted to each track's landmarks (models/pose/fit.py)."""
+
+    iterations: int = Field(150, ge=1, description="optimiser steps per fit")
+    w_3d: float = Field(0.25, ge=0.0, description="weight of the landmark model's 3-D landmarks against the 2-D "
+                                                  "reprojection (followed closely, their depth turns limbs)")
+    batch_frames: int = Field(2048, ge=1, description="padded frames fitted in one optimisation (memory of one "
+                                                      "long track; shorter tracks share the steps' fixed cost)")
+
+
+class BridgeSettings(PassSettings):
+    """A track's avatar and removed box past its ends: held where the person stopped being seen in the
+    open, carried on where they walked or crossed a border (models/pose/estimate.py)."""
+
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a box this close to a border may "
+                                                          "be leaving, so it is carried on, not held")
+    min_speed: float = Field(0.03, ge=0.0, description="box heights per frame above which a lost person was "
+                                                       "walking and walks on")
+    velocity_frames: int = Field(5, ge=2, description="last (first) seen frames a track's velocity is taken over")
+    follow_motion: float = Field(25.0, ge=0.0, description="grey levels: what keeps moving next to a person lost "
+                                                           "while walking stays removed; 0: the walk-on box only")
+    follow_frames: int = Field(30, ge=0, description="frames past the walk-on the moving parts are followed")
+    start_overlap: float = Field(0.2, ge=0.0, le=1.0, description="share of a late track's first box inside "
+                                                                  "someone else's: it was hidden there, so it is "
+                                                                  "held before its first frame too")
+
+
+class FaceSettings(PassSettings):
+    """Faces that no avatar's head covers become face people (models/pose/faces.py)."""
+
+    enabled: bool = Field(True, description="look for faces no person explains (a close-up the pose models miss)")
+    heads: bool = Field(True, description="a face is explained only by an avatar head on it; False: by any "
+                                          "person's box holding its centre")
+    every: int = Field(2, ge=1, description="frames between face detections")
+    min_score: float = Field(0.6, ge=0.0, le=1.0, description="BlazeFace score a face needs (below, patterns and "
+                                                              "headlights pass)")
+    upscale_below: int = Field(240, ge=0, description="px: frames whose long side is smaller are upscaled 2x for "
+                                                      "the face detector (its smallest face is ~20 px)")
+    track_gap: int = Field(8, ge=0, description="face detections a face track may miss and continue")
+    track_iou: float = Field(0.1, ge=0.0, le=1.0, description="box IoU a face needs with a track's last face to "
+                                                              "continue it")
+    min_detections: int = Field(3, ge=1, description="detections a face track needs: one detection is often a "
+                                                     "pattern, a real face stays")
+    mask_threshold: float = Field(0.5, gt=0.0, le=1.0, description="selfie-segmentation probability that is the "
+                                                                   "face person's body")
+    confirm_samples: int = Field(5, ge=1, description="frames of a face track the segmentation checks")
+    confirm_min_prob: float = Field(0.5, ge=0.0, le=1.0, description="median segmentation probability inside the "
+                                                                     "face box for it to be a person's face")
+    read_frames: int = Field(64, ge=1, description="frames read at a time by the face search (memory only)")
+    yield_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU with a face person's body above which "
+                                                              "another track is that person and yields its avatar")
+    same_face_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU above which a face found in a body's "
+                                                                  "box is the face person's own face")
+    parts_yield: bool = Field(True, description="a small body drawn on a face person (their chest, their hair) "
+                                                "is not drawn there; its pixels stay removed")
+    part_cover: float = Field(0.72, ge=0.0, le=1.0, description="share of a body's box that is the face person's "
+                                                                "segmentation for it to be a part of them")
+    part_height: float = Field(0.6, gt=0.0, description="largest part height as a share of the face person's")
+
+
+class MediapipePoseSettings(PassSettings):
+    """The whole tree (what ``MediapipePose`` is built from)."""
+
+    max_gap: int = Field(10, ge=0, description="frames a person may go unseen and stay one track; also how far a "
+                                               "track is held or carried on past its ends")
+    discover: DiscoverSettings = DiscoverSettings()
+    link: LinkSettings = LinkSettings()
+    confirm: ConfirmSettings = ConfirmSettings()
+    fit: FitSettings = FitSettings()
+    bridge: BridgeSettings = BridgeSettings()
+    faces: FaceSettings = FaceSettings()
+
+
+#: settings of the flat layout before 2026-11-26 -> where they are now (a clear error names the new key)
+RENAMED: dict[str, str] = {
+    "min_visible_frames": "confirm.min_visible_frames", "link_gap": "link.gap",
+    "keyframe_every": "discover.keyframe_every", "tiles": "discover.tiles", "detect_every": "discover.detect_every",
+    "scan": "discover.scan", "scan_every": "discover.scan_every", "scan_rotate": "discover.scan_rotate",
+    "backfill": "discover.backfill", "anchor": "discover.anchor", "hold_motion": "discover.hold_motion",
+    "limb_conf": "discover.limb_conf", "faces": "faces.enabled", "face_heads": "faces.heads",
+    "parts_yield": "faces.parts_yield", "follow_motion": "bridge.follow_motion", "iterations": "fit.iterations",
+    "w_3d": "fit.w_3d",
+}
