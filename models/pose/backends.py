@@ -25,10 +25,12 @@ from anonymask.models.pose.settings import (
     BridgeSettings,
     ConfirmSettings,
     DiscoverSettings,
+    EvidenceSettings,
     FaceSettings,
     FitSettings,
     LinkSettings,
     MediapipePoseSettings,
+    ScanSettings,
 )
 from anonymask.models.registry import register
 
@@ -76,7 +78,8 @@ class MediapipePose:
 
     def __init__(self, detector: str = "mediapipe", detector_options: dict[str, Any] | None = None,
                  max_gap: Annotated[int, Field(ge=0, description=_MAX_GAP.description)] = _MAX_GAP.default,
-                 discover: DiscoverSettings = DiscoverSettings(), link: LinkSettings = LinkSettings(),
+                 discover: DiscoverSettings = DiscoverSettings(), scan: ScanSettings = ScanSettings(),
+                 evidence: EvidenceSettings = EvidenceSettings(), link: LinkSettings = LinkSettings(),
                  confirm: ConfirmSettings = ConfirmSettings(), fit: FitSettings = FitSettings(),
                  bridge: BridgeSettings = BridgeSettings(), faces: FaceSettings = FaceSettings()):
         """One sub-tree per pass of person discovery (models/pose/settings.py says what each value
@@ -84,8 +87,8 @@ class MediapipePose:
         ``--set pose4d.discover.limb_conf=0.5 pose4d.faces.enabled=false``. ``detector``: the
         person detector (``mediapipe``, or the weight-backed ``rcnn``) with its options."""
         self.detector, self.detector_options = detector, dict(detector_options or {})
-        self.settings = MediapipePoseSettings(max_gap=max_gap, discover=discover, link=link, confirm=confirm, fit=fit,
-                                              bridge=bridge, faces=faces)
+        self.settings = MediapipePoseSettings(max_gap=max_gap, discover=discover, scan=scan, evidence=evidence,
+                                              link=link, confirm=confirm, fit=fit, bridge=bridge, faces=faces)
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model

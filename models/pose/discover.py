@@ -35,7 +35,7 @@ from anonymask.models.pose.people import (
 from anonymask.models.pose.people import (
     known_person as _known,
 )
-from anonymask.models.pose.settings import DiscoverSettings
+from anonymask.models.pose.settings import DiscoverSettings, EvidenceSettings, ScanSettings
 
 
 @dataclass
@@ -76,10 +76,11 @@ class _Track:
 class OnlineTracker:
     """Hungarian matching of detections to live tracks; tracks die after ``max_gap`` misses."""
 
-    def __init__(self, max_gap: int, min_iou: float, held_iou: float):
+    def __init__(self, max_gap: int, min_iou: float, held_iou: float, same_bonus: float, same_tol: float):
         self.max_gap = int(max_gap)
         self.min_iou = float(min_iou)
         self.held_iou = float(held_iou)
+        self.same_bonus, self.same_tol = float(same_bonus), float(same_tol)
         self.tracks: list[_Track] = []
 
     def live(self, t: int) -> list[_Track]:
@@ -98,7 +99,7 @@ class OnlineTracker:
                 for j, d in enumerate(dets):
                     iou = box_iou(pb, d.box)
                     last = tr.frames[tr.last_t]
-                    bonus = 0.3 if same_person(last, d, tol=0.25) else 0.0
+                    bonus = self.same_bonus if same_person(last, d, tol=self.same_tol) else 0.0
                     # someone held in place stood still: a detection that overlaps them with
                     # other landmarks is someone (or something) else, not them moving
                     if tr.held and not bonus and iou < self.held_iou:
@@ -119,7 +120,7 @@ class OnlineTracker:
         return ids
 
 
-def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, margin: int = 2) -> bool:
+def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, margin: int) -> bool:
     """The detection touches a tile border that is not a frame border: the tile cut the person."""
     x0, y0, s = tile
     bx0, by0, bx1, by1 = d.box
@@ -127,7 +128,7 @@ def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, marg
             or (bx1 >= x0 + s - margin and x0 + s < w) or (by1 >= y0 + s - margin and y0 + s < h))
 
 
-def _centred_crop(box: np.ndarray, scale: float = 1.6) -> tuple[float, float, float]:
+def _centred_crop(box: np.ndarray, scale: float) -> tuple[float, float, float]:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     side = max(box[2] - box[0], box[3] - box[1]) * scale
     return float(cx - side / 2), float(cy - side / 2), float(max(side, 32.0))
@@ -142,11 +143,12 @@ class FrameOutput:
 class PersonDiscovery:
     """Streams frames in order through detection and tracking (see the module docstring)."""
 
-    def __init__(self, detector: PeopleDetector, settings: DiscoverSettings, *, max_gap: int, t_len: int | None,
-                 scanner):
-        """``settings``: every knob (models/pose/settings.py); ``max_gap``: frames a track survives
-        unseen; ``t_len``: the video's length when known (the last frame is scanned for people who
-        vanished inside the frame); ``scanner``: a ready scan (tests), or None: built from ``settings``."""
+    def __init__(self, detector: PeopleDetector, settings: DiscoverSettings, scan: ScanSettings,
+                 evidence: EvidenceSettings, *, max_gap: int, t_len: int | None, scanner):
+        """``settings``, ``scan``, ``evidence``: every knob (models/pose/settings.py); ``max_gap``:
+        frames a track survives unseen; ``t_len``: the video's length when known (the last frame
+        is scanned for people who vanished inside the frame); ``scanner``: a ready scan (tests),
+        or None: built from ``scan``."""
         s = settings
         self.settings = s
         self.detector = detector
@@ -155,26 +157,24 @@ class PersonDiscovery:
         self.keyframe_every, self.detect_every = s.keyframe_every, s.detect_every
         self.tile_frac, self.tiles, self.tile_min_score = s.tile_frac, s.tiles, s.tile_min_score
         self.recover_missed = s.recover_missed
-        self.tracker = OnlineTracker(max_gap=max_gap, min_iou=s.match_iou, held_iou=s.held_iou)
+        self.tracker = OnlineTracker(max_gap=max_gap, min_iou=s.match_iou, held_iou=s.held_iou,
+                                     same_bonus=s.same_bonus, same_tol=s.same_tol)
         self.roi = None
         if s.roi_tracking:
             from anonymask.models.pose.roi import RoiLandmarker
 
             self.roi = RoiLandmarker()
-        self.scanner = scanner
-        if self.scanner is None and s.scan:
-            from anonymask.models.pose.scan import PoseScanner
+        from anonymask.models.pose.scan import PersonEvidence, PoseScanner
 
-            self.scanner = PoseScanner(self.roi, anchor_scales=None if s.anchor else (), rotate=s.scan_rotate)
-        self.scan_every = s.scan_every
+        opinion = PersonEvidence(evidence) if evidence.enabled else None
+        self.scanner = scanner
+        if self.scanner is None and scan.enabled:
+            self.scanner = PoseScanner(self.roi, scan, opinion)
+        self.scan_every = scan.every
         self.hold, self.hold_tol, self.hold_refresh = s.hold, s.hold_tol, s.hold_refresh
         self.hold_reach, self.hold_motion = s.hold_reach, s.hold_motion
         self.limbs, self.limb_conf = s.limbs, s.limb_conf
-        self.verify = None
-        if s.evidence:
-            from anonymask.models.pose.scan import PersonEvidence
-
-            self.verify = getattr(self.scanner, "evidence", None) or PersonEvidence()
+        self.verify = (getattr(self.scanner, "evidence", None) or opinion) if evidence.enabled else None
         self.t = 0
         self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0, "hold": 0}
 
@@ -203,7 +203,7 @@ class PersonDiscovery:
             if not m.any():
                 continue
             vis = m & ~covered_by((x0, y0), m.shape, dets)
-            if vis.sum() < 0.3 * m.sum():
+            if vis.sum() < self.settings.hold_visible * m.sum():
                 continue
             if gray is None:
                 gray = frame.astype(np.int16)
@@ -252,10 +252,10 @@ class PersonDiscovery:
                         max(d.box[2], wx0 + xs.max() + 1), max(d.box[3], wy0 + ys.max() + 1)], np.float32)
         return Detection(box, d.kp2d, d.conf, d.world, m, (wx0, wy0, wx1, wy1), d.score, "hold")
 
-    def _vanished(self, t: int, w: int, h: int, edge: float = 0.03) -> list[float]:
+    def _vanished(self, t: int, w: int, h: int) -> list[float]:
         """Box heights of the tracks lost before frame t - 1 with their last box inside the frame
         (not at a border: they did not leave)."""
-        out = []
+        out, edge = [], self.settings.edge
         for tr in self.tracker.tracks:
             b = tr.box
             if tr.last_t < t - 1 and b is not None and b[0] >= edge * w and b[1] >= edge * h \
@@ -263,8 +263,13 @@ class PersonDiscovery:
                 out.append(float(b[3] - b[1]))
         return out
 
+    def _vanished_size(self, d: Detection, vanished: list[float]) -> bool:
+        """``d`` is about the size of someone who vanished (within ``vanished_ratio`` x a height)."""
+        r = self.settings.vanished_ratio
+        return any(1 / r <= d.height / hv <= r for hv in vanished)
+
     def _verified(self, frame: np.ndarray, d: Detection) -> bool:
-        ok = self.verify.ok(self.verify(frame, d))
+        ok = self.verify.ok(self.verify(frame, d), None)
         if not ok:
             self.sources["rejected"] = self.sources.get("rejected", 0) + 1
         return ok
@@ -283,7 +288,7 @@ class PersonDiscovery:
             if tr.roi is None:
                 # someone held in place (standing still) is looked for every 5th frame only,
                 # not by a full-frame detection on every frame (which finds more hallucinations)
-                lost = lost or not (tr.held and tr.held % 5)
+                lost = lost or not (tr.held and tr.held % self.settings.held_search_every)
                 continue
             d, nxt, _ = self.roi.track(frame, tr.roi)
             if d is None:
@@ -305,6 +310,7 @@ class PersonDiscovery:
 
     def _find(self, frame: np.ndarray, t: int, tracked: list[Detection], lost: bool) -> list[Detection]:
         """Steps 2-3: new people (and lost ones) that no followed track explains."""
+        s = self.settings
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
         # the last frame is scanned too when someone vanished inside the frame and was not found
@@ -320,30 +326,33 @@ class PersonDiscovery:
                 return []
             known = list(tracked)
             return [d for d in self.scanner.scan(frame, known, full=True)
-                    if not _known(d, known) and any(1 / 1.5 <= d.height / hv <= 1.5 for hv in vanished)]
+                    if not _known(d, known) and self._vanished_size(d, vanished)]
         known = list(tracked)
         # a detection that holds most of a followed person's mask is that person drawn wrongly
         # (the detector sometimes lays a body over an object next to them), not someone new
         dets = [d for d in self.detector.detect(frame)
-                if not _known(d, known) and not any(mask_overlap(o, [d]) > 0.8 for o in known)]
+                if not _known(d, known) and not any(mask_overlap(o, [d]) > s.drawn_over for o in known)]
         if key:
             for tile in square_tiles(h, w, self.tile_frac):
                 for d in self.detector.detect_region(frame, *tile, source="tile"):
-                    if d.score < self.tile_min_score or _interior_cut(d, tile, h, w) or _known(d, known + dets):
+                    if d.score < self.tile_min_score or _interior_cut(d, tile, h, w, s.tile_cut_px) \
+                            or _known(d, known + dets):
                         continue
                     # re-detect on a crop centred on it: whole person, clean mask
-                    again = [e for e in self.detector.detect_region(frame, *_centred_crop(d.box), source="tile")
-                             if same_person(e, d, tol=0.25) or box_iou(e.box, d.box) > 0.3]
+                    again = [e for e in self.detector.detect_region(frame, *_centred_crop(d.box, s.crop_scale),
+                                                                     source="tile")
+                             if same_person(e, d, tol=s.same_tol) or box_iou(e.box, d.box) > s.crop_iou]
                     dets.append(again[0] if again else d)
         if self.recover_missed and lost:
             for tr in self.tracker.live(t):
-                if tr.last_t == t or tr.roi is not None or (tr.held and tr.held % 5):
+                if tr.last_t == t or tr.roi is not None or (tr.held and tr.held % s.held_search_every):
                     continue  # (a person held in place is searched for every 5th frame only)
                 pb = tr.predict(t)
-                if pb is None or any(box_iou(pb, d.box) > 0.3 for d in dets):
+                if pb is None or any(box_iou(pb, d.box) > s.crop_iou for d in dets):
                     continue
-                found = [e for e in self.detector.detect_region(frame, *_centred_crop(pb, 1.8), source="crop")
-                         if box_iou(e.box, pb) > 0.2 and not _known(e, known + dets)]
+                found = [e for e in self.detector.detect_region(frame, *_centred_crop(pb, s.search_scale),
+                                                                source="crop")
+                         if box_iou(e.box, pb) > s.search_iou and not _known(e, known + dets)]
                 if found:
                     dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
                 elif self.scanner is not None and (t - tr.last_t) % 2 == 1:  # the landmark model alone, where they were
@@ -361,7 +370,7 @@ class PersonDiscovery:
             full = any(t - tr.last_t > 0 and not tr.held for tr in self.tracker.live(t))
             dets += [d for d in self.scanner.scan(frame, known + dets, full=full or not periodic)
                      if not _known(d, known + dets)
-                     and (periodic or any(1 / 1.5 <= d.height / hv <= 1.5 for hv in vanished))]
+                     and (periodic or self._vanished_size(d, vanished))]
         return dets
 
     def push(self, frame: np.ndarray) -> FrameOutput:

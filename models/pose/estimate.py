@@ -76,8 +76,8 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
 
     t_len, h, w = shape
     camera = camera or default_camera(w, h)
-    disc = discovery or PersonDiscovery(detector, settings.discover, max_gap=settings.max_gap, t_len=t_len,
-                                        scanner=None)
+    disc = discovery or PersonDiscovery(detector, settings.discover, settings.scan, settings.evidence,
+                                        max_gap=settings.max_gap, t_len=t_len, scanner=None)
     diag = PoseDiagnostics()
     discover(disc, windows, write_window)
     if read_frames is not None and settings.discover.backfill:

@@ -53,6 +53,7 @@ import cv2
 import numpy as np
 
 from anonymask.models.pose.people import Detection, box_iou, known_person, mask_overlap
+from anonymask.models.pose.settings import EvidenceSettings, ScanSettings
 
 
 @dataclass
@@ -64,10 +65,8 @@ class Evidence:
 class PersonEvidence:
     """Second opinion on a person candidate from models other than the pose landmark model."""
 
-    def __init__(self, hog_min: float = 0.0, hog_weight: float = 0.1, min_combined: float = 0.0):
-        self.hog_min = float(hog_min)
-        self.hog_weight = float(hog_weight)
-        self.min_combined = float(min_combined)
+    def __init__(self, settings: EvidenceSettings):
+        self.hog_min, self.hog_weight, self.min_combined = settings.hog_min, settings.hog_weight, settings.min_combined
         self._hog = cv2.HOGDescriptor()
         svm = np.ravel(cv2.HOGDescriptor_getDefaultPeopleDetector()).astype(np.float32)
         self._w, self._b = svm[:-1], float(svm[-1])
@@ -121,9 +120,9 @@ class PersonEvidence:
             return Evidence(hog, float("nan"))
         return Evidence(hog, self.selfie_score(frame, det))
 
-    def ok(self, ev: Evidence, min_combined: float | None = None) -> bool:
+    def ok(self, ev: Evidence, min_combined: float | None) -> bool:
         """A pedestrian for HOG, or enough segmentation agreement for how un-pedestrian-like the
-        HOG window looks (selfie + hog_weight * hog >= min_combined). Measured on the real sample
+        HOG window looks (selfie + hog_weight * hog >= ``min_combined``, None: the settings' value). Measured on the real sample
         videos: bodies hallucinated by the landmark model (on trees, shelves, a chair with clothes)
         score <= -0.1, small clutter on a table or a treadmill 0.03-0.15 (the scan asks for 0.2),
         real people (seen from behind, masked, half occluded) >= 0.06 (>= 0.3 where the scan found
@@ -137,10 +136,6 @@ class PersonEvidence:
 #: distinct grids :meth:`PoseScanner.grid` lays (4 shifts x 2 scales) before they repeat
 GRID_PHASES = 8
 
-#: sides of the anchored regions, in units of the side the landmark model predicts (PoseScanner._anchored)
-ANCHOR_SCALES = (0.85, 0.75)
-
-
 def _inside(pt: tuple[float, float], box: np.ndarray, grow: float = 0.0) -> bool:
     gx, gy = grow * (box[2] - box[0]), grow * (box[3] - box[1])
     return box[0] - gx <= pt[0] <= box[2] + gx and box[1] - gy <= pt[1] <= box[3] + gy
@@ -149,36 +144,24 @@ def _inside(pt: tuple[float, float], box: np.ndarray, grow: float = 0.0) -> bool
 class PoseScanner:
     """``scan(frame, known)`` -> new detections (source ``scan``); see the module docstring."""
 
-    def __init__(self, roi=None, *, sides: tuple[float, ...] = (0.2, 0.3, 0.45, 0.7), min_side: int = 48,
-                 stride: float = 0.5, first_flag: float = 0.5, min_flag: float = 0.9, min_score: float = 0.6,
-                 refine: int = 2, rotate: int = 1, evidence: PersonEvidence | None | bool = True,
-                 scan_combined: float = 0.2, min_aspect: float = 0.9,
-                 anchor_scales: tuple[float, ...] | None = None, anchor_tol: float = 0.15,
-                 anchor_shift: float = 0.08, anchor_jitter: float = 0.05, anchor_flag: float = 0.75,
-                 change_tol: float = 12.0, change_min: float = 0.002):
+    def __init__(self, roi, settings: ScanSettings, evidence: PersonEvidence | None):
+        """``roi``: the landmark model to look with (None: a new one); ``evidence``: the second
+        opinion a hit needs (None: none)."""
         if roi is None:
             from anonymask.models.pose.roi import RoiLandmarker
 
             roi = RoiLandmarker()
+        s = settings
         self.roi = roi
-        self.sides = tuple(float(s) for s in sides)
-        self.min_side = int(min_side)
-        self.stride = float(stride)
-        self.first_flag = float(first_flag)
-        self.min_flag = float(min_flag)
-        self.min_score = float(min_score)
-        self.refine = int(refine)
-        self.rotate = max(1, int(rotate))
-        self.evidence = PersonEvidence() if evidence is True else (evidence or None)
-        self.scan_combined = float(scan_combined)
-        self.min_aspect = float(min_aspect)
-        self.anchor_scales = ANCHOR_SCALES if anchor_scales is None else tuple(float(k) for k in anchor_scales)
-        self.anchor_tol = float(anchor_tol)
-        self.anchor_flag = float(anchor_flag)
-        self.anchor_shift = float(anchor_shift)
-        self.anchor_jitter = float(anchor_jitter)
-        self.change_tol = float(change_tol)
-        self.change_min = float(change_min)
+        self.sides, self.min_side, self.stride = tuple(s.sides), s.min_side, s.stride
+        self.first_flag, self.min_flag, self.min_score = s.first_flag, s.min_flag, s.min_score
+        self.refine, self.rotate = s.refine, s.rotate
+        self.evidence = evidence
+        self.scan_combined, self.min_aspect = s.combined, s.min_aspect
+        self.anchor_scales = tuple(s.anchor_scales) if s.anchor else ()
+        self.anchor_tol, self.anchor_flag = s.anchor_tol, s.anchor_flag
+        self.anchor_shift, self.anchor_jitter = s.anchor_shift, s.anchor_jitter
+        self.change_tol, self.change_min = s.change_tol, s.change_min
         self._last: np.ndarray | None = None  # the last scan's frame, grey at 1/4 size (change gating)
         self.skipped = 0
         self.anchored = 0

@@ -37,16 +37,6 @@ class DiscoverSettings(PassSettings):
                                                    "around where their track was predicted")
     roi_tracking: bool = Field(True, description="follow each person by the landmark model on a region from their "
                                                  "last landmarks (a person seen from behind has no detectable face)")
-    scan: bool = Field(True, description="scan a grid of regions with the landmark model: finds people who stand "
-                                         "still, whom the detector can miss for the whole video")
-    scan_every: int = Field(16, ge=1, description="frames between scans (its calls dominate pose4d's time)")
-    scan_rotate: int = Field(2, ge=1, description="after its first pass a scan looks at regions whose pixels "
-                                                  "changed plus 1/scan_rotate of the others; 1: the whole grid")
-    anchor: bool = Field(True, description="the scan also accepts a person on a region the landmark model is sure "
-                                           "of when the regions it predicts drift off them (a thin person in "
-                                           "front of a big object)")
-    evidence: bool = Field(True, description="a scan or tile hit needs a second opinion (HOG + selfie "
-                                             "segmentation) before it starts a track")
     hold: bool = Field(True, description="a track lost while its person's pixels are unchanged is held in place "
                                          "(a still person the landmark model lets go of)")
     hold_tol: float = Field(12.0, ge=0.0, description="grey levels: mean change of a lost person's region under "
@@ -71,10 +61,80 @@ class DiscoverSettings(PassSettings):
                                                                "box to continue it")
     held_iou: float = Field(0.5, ge=0.0, le=1.0, description="box IoU a detection with other landmarks needs to "
                                                              "continue a held track (else it is someone else)")
+    same_bonus: float = Field(0.3, ge=0.0, le=1.0, description="IoU added when a detection's landmarks match a "
+                                                              "track's last ones (the same pose: the same person)")
+    same_tol: float = Field(0.25, gt=0.0, description="person heights two landmark sets may differ by and be the "
+                                                      "same person's pose (tracker, tile re-detection)")
+    hold_visible: float = Field(0.3, ge=0.0, le=1.0, description="share of a lost person's last mask that must "
+                                                                 "be in view (not behind someone found) to hold them")
+    held_search_every: int = Field(5, ge=1, description="frames between searches for a person held in place (a "
+                                                        "full-frame search on every frame finds hallucinations)")
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a track last seen this close to a "
+                                                          "border may have left (it did not vanish inside)")
+    vanished_ratio: float = Field(1.5, ge=1.0, description="size ratio: on the last frame only people about the "
+                                                           "size of one who vanished inside the frame are kept")
+    drawn_over: float = Field(0.8, ge=0.0, le=1.0, description="share of a followed person's mask a new detection "
+                                                               "holds for it to be that person drawn wrongly")
+    tile_cut_px: int = Field(2, ge=0, description="px: a tile detection this close to an inner tile border was cut "
+                                                  "by the tile")
+    crop_scale: float = Field(1.6, ge=1.0, description="crop side / person size when a tile detection is re-detected "
+                                                       "on a crop centred on it")
+    crop_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU that makes a re-detection or a frame "
+                                                             "detection the same person as the one searched for")
+    search_scale: float = Field(1.8, ge=1.0, description="crop side / predicted box when a lost person is searched "
+                                                         "for where they should be")
+    search_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU a detection in that crop needs with the "
+                                                               "predicted box to be them")
     backfill: bool = Field(True, description="tracks that start late are followed backwards to where their "
                                              "person came in")
     backfill_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU that stops a backwards follow on "
                                                                  "another track (it reached someone else)")
+
+
+class ScanSettings(PassSettings):
+    """The landmark-model scan over a grid of regions (models/pose/scan.py ``PoseScanner``): finds
+    people who stand still, whom the face-keyed detector can miss for the whole video."""
+
+    enabled: bool = Field(True, description="scan at all (people masked, seen from behind, small or still)")
+    every: int = Field(16, ge=1, description="frames between scans (its calls dominate pose4d's time)")
+    rotate: int = Field(2, ge=1, description="after its first pass a scan looks at regions whose pixels changed plus "
+                                             "1/rotate of the others; 1: the whole grid on every scan")
+    sides: tuple[float, ...] = Field((0.2, 0.3, 0.45, 0.7), min_length=1, description="region sides as shares of the "
+                                                                                      "frame's long side")
+    min_side: int = Field(48, ge=8, description="px: smallest region side (the landmark model's input is 256 px)")
+    stride: float = Field(0.5, gt=0.0, le=1.0, description="region sides between neighbouring regions")
+    refine: int = Field(2, ge=1, description="steps of the region the model predicts from the last, as in "
+                                             "MediaPipe's own tracking")
+    first_flag: float = Field(0.5, ge=0.0, le=1.0, description="person flag the first look needs to be refined")
+    min_flag: float = Field(0.9, ge=0.0, le=1.0, description="person flag after refining for a person to be found")
+    min_score: float = Field(0.6, ge=0.0, le=1.0, description="landmark visibility score of a found person")
+    min_aspect: float = Field(0.9, gt=0.0, description="height / width a found body needs (clutter is often wide)")
+    combined: float = Field(0.2, ge=-5.0, le=5.0, description="second-opinion score a scan hit needs (HOG margin x weight + "
+                                             "segmentation; higher than for a detector hit: the scan hallucinates)")
+    anchor: bool = Field(True, description="accept a person on a region the model is sure of when the regions it "
+                                           "predicts drift off them (a thin person in front of a big object)")
+    anchor_scales: tuple[float, ...] = Field((0.85, 0.75), description="anchored region sides as shares of the "
+                                                                       "first look's")
+    anchor_tol: float = Field(0.15, ge=0.0, description="person heights the anchored landmarks may move from the "
+                                                        "first look's")
+    anchor_flag: float = Field(0.75, ge=0.0, le=1.0, description="person flag an anchored region needs")
+    anchor_shift: float = Field(0.08, ge=0.0, description="region sides the stability check shifts the region by")
+    anchor_jitter: float = Field(0.05, ge=0.0, description="person heights the landmarks may move under that shift "
+                                                           "(0.04 measured on a real person, 0.08 on clutter)")
+    change_tol: float = Field(12.0, ge=0.0, description="grey levels: a region's pixels changed since the last scan")
+    change_min: float = Field(0.002, ge=0.0, le=1.0, description="share of a region's pixels that must have changed "
+                                                                 "for it to be looked at again")
+
+
+class EvidenceSettings(PassSettings):
+    """A second opinion from models other than the pose landmark model (HOG pedestrian SVM,
+    selfie segmentation) before a scan or tile hit starts a track (models/pose/scan.py)."""
+
+    enabled: bool = Field(True, description="ask for the second opinion on detector, tile and scan hits (the landmark "
+                                            "model hallucinates bodies)")
+    hog_min: float = Field(0.0, ge=-5.0, le=5.0, description="HOG SVM margin that is enough on its own (> 0: a pedestrian)")
+    hog_weight: float = Field(0.1, ge=0.0, description="weight of the HOG margin when the segmentation decides")
+    min_combined: float = Field(0.0, ge=-5.0, le=5.0, description="HOG margin x weight + segmentation probability a detector hit needs")
 
 
 class LinkSettings(PassSettings):
@@ -164,6 +224,8 @@ class MediapipePoseSettings(PassSettings):
     max_gap: int = Field(10, ge=0, description="frames a person may go unseen and stay one track; also how far a "
                                                "track is held or carried on past its ends")
     discover: DiscoverSettings = DiscoverSettings()
+    scan: ScanSettings = ScanSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
     link: LinkSettings = LinkSettings()
     confirm: ConfirmSettings = ConfirmSettings()
     fit: FitSettings = FitSettings()
@@ -175,8 +237,8 @@ class MediapipePoseSettings(PassSettings):
 RENAMED: dict[str, str] = {
     "min_visible_frames": "confirm.min_visible_frames", "link_gap": "link.gap",
     "keyframe_every": "discover.keyframe_every", "tiles": "discover.tiles", "detect_every": "discover.detect_every",
-    "scan": "discover.scan", "scan_every": "discover.scan_every", "scan_rotate": "discover.scan_rotate",
-    "backfill": "discover.backfill", "anchor": "discover.anchor", "hold_motion": "discover.hold_motion",
+    "scan": "scan.enabled", "scan_every": "scan.every", "scan_rotate": "scan.rotate",
+    "backfill": "discover.backfill", "anchor": "scan.anchor", "hold_motion": "discover.hold_motion",
     "limb_conf": "discover.limb_conf", "faces": "faces.enabled", "face_heads": "faces.heads",
     "parts_yield": "faces.parts_yield", "follow_motion": "bridge.follow_motion", "iterations": "fit.iterations",
     "w_3d": "fit.w_3d",

@@ -61,7 +61,9 @@ def synthetic_motion(body, t_len: int = 10, seed: int = 0, pelvis=(0.3, 0.2, 3.5
 @pytest.fixture
 def discovery():
     """``discovery(detector, t_len=None, scanner=None, **changes)``: a ``PersonDiscovery`` with
-    production's settings (models/pose/settings.py) changed only where a test says so."""
+    production's settings (models/pose/settings.py) changed only where a test says so: ``changes``
+    are discover settings, or ``scan``/``scan_every``/``evidence`` (the scan's and the second
+    opinion's switches) and ``max_gap``."""
     from anonymask.models.pose.discover import PersonDiscovery
     from anonymask.models.pose.people import PeopleDetector
     from anonymask.models.pose.settings import MediapipePoseSettings
@@ -69,11 +71,14 @@ def discovery():
     def make(detector=None, t_len=None, scanner=None, **changes):
         prod = MediapipePoseSettings()
         max_gap = changes.pop("max_gap", prod.max_gap)
-        settings = prod.discover.model_copy(update=changes)
-        type(settings).model_validate(settings.model_dump())  # a misspelt change is an error, not ignored
-        unknown = set(changes) - set(type(settings).model_fields)
+        scan = prod.scan.model_copy(update={k: changes.pop(o) for o, k in (("scan", "enabled"), ("scan_every", "every"))
+                                            if o in changes})
+        evidence = prod.evidence.model_copy(update={"enabled": changes.pop("evidence")} if "evidence" in changes else {})
+        unknown = set(changes) - set(type(prod.discover).model_fields)
         assert not unknown, f"not discover settings: {unknown}"
-        return PersonDiscovery(detector or PeopleDetector(), settings, max_gap=max_gap, t_len=t_len, scanner=scanner)
+        settings = prod.discover.model_copy(update=changes)
+        return PersonDiscovery(detector or PeopleDetector(), settings, scan, evidence, max_gap=max_gap, t_len=t_len,
+                               scanner=scanner)
 
     return make
 

@@ -80,7 +80,7 @@ def test_nobody_is_carried_across_a_cut(body, pose_settings):
     people = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in full])
     empty = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, people.shape[1:], np.uint8), (31, 31), 9)
     frames = np.concatenate([people, np.stack([empty] * 3), people[::-1]])  # people, nobody, people
-    settings = pose_settings(**{"fit.iterations": 20, "discover.scan": False})
+    settings = pose_settings(**{"fit.iterations": 20, "scan.enabled": False})
     opts = dict(detector=PeopleDetector(), camera=None, source="cut.mp4", paint_frame=None)
     labels = np.zeros(frames.shape[:3], np.uint16)
 

@@ -105,18 +105,27 @@ def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames, disco
 def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
     """The scan on a frame with the people greyed out finds no one; on the real frame it finds
     the bystander, and the landmark model's own verdict on clutter is checked by a second model."""
-    from anonymask.models.pose.scan import PoseScanner
+    from anonymask.models.pose.scan import PersonEvidence, PoseScanner
+    from anonymask.models.pose.settings import EvidenceSettings, ScanSettings
 
     f = pose2sim_frames()[0]
-    sc = PoseScanner(rotate=1)
+    sc = PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings()))
     found = sc.scan(f)
     assert any(d.box[0] > 0.6 * f.shape[1] and d.box[3] < 0.55 * f.shape[0] for d in found)
     grey = np.full_like(f, 127)
     assert sc.scan(grey) == []
 
 
+def _tracker(max_gap: int) -> OnlineTracker:
+    """The tracker with production's settings (models/pose/settings.py)."""
+    from anonymask.models.pose.settings import DiscoverSettings
+
+    s = DiscoverSettings()
+    return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol)
+
+
 def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
-    tr = OnlineTracker(max_gap=3, min_iou=0.15, held_iou=0.5)
+    tr = _tracker(3)
     a, b = [10, 10, 50, 100], [200, 10, 240, 100]
     assert tr.update(0, [_det(a), _det(b)]) == [0, 1]
     assert tr.update(1, [_det(b)]) == [1]
@@ -136,11 +145,11 @@ def test_a_track_held_in_place_is_not_taken_over_by_an_overlapping_detection_of_
     box that overlaps it well (IoU >= held_iou)."""
     man, other = [68, 65, 124, 156], [88, 44, 228, 132]
     for held, expect in ((0, [0]), (1, [1])):
-        tr = OnlineTracker(max_gap=10, min_iou=0.15, held_iou=0.5)
+        tr = _tracker(10)
         tr.update(0, [_det(man)])
         tr.tracks[0].held = held
         assert tr.update(1, [_det(other)]) == expect
-    tr = OnlineTracker(max_gap=10, min_iou=0.15, held_iou=0.5)
+    tr = _tracker(10)
     tr.update(0, [_det(man)])
     tr.tracks[0].held = 3
     assert tr.update(1, [_det([70, 65, 126, 157])]) == [0]  # the man himself, found again

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from anonymask.errors import SettingsError
-from anonymask.models.pose import bridge, estimate, face_people, faces
+from anonymask.models.pose import bridge, estimate, face_people, faces, scan
 from anonymask.models.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
 from anonymask.models.pose.link import link_tracks
 from anonymask.models.pose.settings import RENAMED, MediapipePoseSettings, PassSettings
@@ -20,7 +20,8 @@ PASSES = [
     bridge.hold_end, bridge.hold_start, bridge.extend_at_border, face_people.add_face_people,
     face_people.yield_to_face, face_people.yield_parts_to_face, link_tracks, add_limbs,
     PersonDiscovery.__init__, OnlineTracker.__init__, faces.unexplained_faces, faces.FaceFinder.__init__,
-    faces.FaceBodyMask.__init__, faces.FaceBodyMask.confirms,
+    faces.FaceBodyMask.__init__, faces.FaceBodyMask.confirms, scan.PoseScanner.__init__, scan.PersonEvidence.__init__,
+    scan.PersonEvidence.ok,
 ]
 
 

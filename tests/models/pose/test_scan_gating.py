@@ -12,8 +12,9 @@ def still():
 
 def _scanner(rotate: int):
     from anonymask.models.pose.scan import PoseScanner
+    from anonymask.models.pose.settings import ScanSettings
 
-    return PoseScanner(rotate=rotate, evidence=False)
+    return PoseScanner(None, ScanSettings(rotate=rotate), None)
 
 
 def test_changed_cells_are_those_over_the_pixels_that_changed(still):
