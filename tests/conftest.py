@@ -101,3 +101,34 @@ def tiny_anonymized(tiny_dataset, tmp_path_factory):
     for info in infos:
         run_video(url, info.video_id, cfg)
     return url
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A local TCP port nobody listens on now (for a test's own Prefect server)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def wait_healthy():
+    """``wait_healthy(api, timeout)``: block until the Prefect server at ``api`` answers its health
+    check (a fresh server migrates its database first: minutes on a loaded 2-core machine)."""
+    import time
+    import urllib.request
+
+    def wait(api: str, timeout: float) -> None:
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            try:
+                with urllib.request.urlopen(f"{api}/health", timeout=3) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(1)
+        raise TimeoutError(f"no Prefect server on {api} after {timeout}s")
+
+    return wait

@@ -4,7 +4,6 @@ with no traceback, no process left behind, and the run in flight recorded as cra
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -79,17 +78,11 @@ def test_anonymize_stops_within_10s_and_records_the_run_crashed(tiny_dataset, tm
     assert states and "RUNNING" not in states.values(), states  # the temporary server outlived the signal
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.server
 @pytest.mark.parametrize("sig, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm"])
-def test_make_serve_stops_within_10s_without_traceback(tmp_path, sig, to_group):
+def test_make_serve_stops_within_10s_without_traceback(tmp_path, sig, to_group, free_port):
     log = tmp_path / "serve.log"
-    env = _env(tmp_path, PREFECT_PORT=str(_free_port()), PYTHON=sys.executable)
+    env = _env(tmp_path, PREFECT_PORT=str(free_port), PYTHON=sys.executable)
     with open(log, "w") as out:
         p = subprocess.Popen(["bash", str(ROOT / "scripts" / "serve.sh")], stdout=out, stderr=subprocess.STDOUT,
                              env=env, start_new_session=True, cwd=ROOT)

@@ -4,11 +4,9 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,26 +15,8 @@ pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, timeout: float = 120) -> None:
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(f"Prefect server at {url} not healthy after {timeout}s")
-
-
-def test_deployment_run_completes_against_real_server(tiny_dataset, tmp_path):
-    port = _free_port()
+def test_deployment_run_completes_against_real_server(tiny_dataset, tmp_path, free_port, wait_healthy):
+    port = free_port
     api = f"http://127.0.0.1:{port}/api"
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data / "raw" / "demo")
@@ -50,7 +30,7 @@ def test_deployment_run_completes_against_real_server(tiny_dataset, tmp_path):
                               env=env, stdout=open(logs / "server.log", "w"), stderr=subprocess.STDOUT)
     serve = None
     try:
-        _wait_healthy(api)
+        wait_healthy(api, 120)
         serve = subprocess.Popen([sys.executable, "-m", "anonymask.deploy.serve"], env=env,
                                  stdout=open(logs / "serve.log", "w"), stderr=subprocess.STDOUT)
         params = {"overrides": {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}}

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,24 +34,6 @@ VENV_BIN = Path(sys.executable).parent
 VIDS = ["s01_a01_r01", "s02_a01_r01", "s01s02_a02_r01"]
 PARAMS = {"overrides": {"pose4d": {"backend": "gt"}, "segment": {"backend": "gt"}}}
 GIVE_UP_BOUND_S = 90  # serve.API_LOST_S (30) + the stop of its children + margin for 2 loaded cores
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(api: str, timeout: float = 240) -> None:
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            with urllib.request.urlopen(f"{api}/health", timeout=3) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(f"no Prefect server on {api} after {timeout}s")
 
 
 def _flow_run_state(api: str, run_id: str) -> str:
@@ -125,10 +106,11 @@ def _stop(p: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-def test_server_killed_mid_run_then_a_restarted_make_serve_completes_a_scheduled_run(tiny_dataset, tmp_path):
+def test_server_killed_mid_run_then_a_restarted_make_serve_completes_a_scheduled_run(tiny_dataset, tmp_path, free_port,
+                                                                                   wait_healthy):
     import shutil
 
-    port = _free_port()
+    port = free_port
     api = f"http://127.0.0.1:{port}/api"
     data = tmp_path / "data"
     shutil.copytree(tiny_dataset, data / "raw" / "demo")
@@ -145,7 +127,7 @@ def test_server_killed_mid_run_then_a_restarted_make_serve_completes_a_scheduled
     serve = subprocess.Popen(serve_cmd, env=env, stdout=open(log1, "w"), stderr=subprocess.STDOUT,
                              start_new_session=True)
     try:
-        _healthy(api)
+        wait_healthy(api, 240)
         first = _create_run(client_env)
         t0 = time.time()
         while len(_finished(store)) < 4:  # the first video is in its stages
@@ -182,7 +164,7 @@ def test_server_killed_mid_run_then_a_restarted_make_serve_completes_a_scheduled
                               env=client_env, stdout=open(tmp_path / "server2.log", "w"), stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
-        _healthy(api)
+        wait_healthy(api, 240)
         second = _create_run(client_env)
         time.sleep(2)
         assert _flow_run_state(api, second) == "SCHEDULED"
@@ -195,7 +177,7 @@ def test_server_killed_mid_run_then_a_restarted_make_serve_completes_a_scheduled
     serve = subprocess.Popen(serve_cmd, env=env, stdout=open(log3, "w"), stderr=subprocess.STDOUT,
                              start_new_session=True)
     try:
-        _healthy(api)
+        wait_healthy(api, 240)
         t0 = time.time()
         state = None
         while time.time() - t0 < 480:
