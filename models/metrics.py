@@ -142,10 +142,3 @@ def leak_flags(original: np.ndarray, anonymized: np.ndarray, background: np.ndar
     return leaked, distinguishable
 
 
-def box_iou(a, b) -> float:
-    """Intersection over union of two boxes (x0, y0, x1, y1); 0 when they do not overlap."""
-    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
-    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
-    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / ua) if ua > 0 else 0.0

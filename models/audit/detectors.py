@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from anonymask.models.metrics import box_iou
+from anonymask.models.geometry import box_iou
 from anonymask.models.registry import build, names, register
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from anonymask.models.geometry import inside_frame
 from anonymask.models.pose.settings import BridgeSettings
 
 
@@ -36,7 +37,7 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
     if seen.size == 0 or seen[-1] >= len(boxes) - 1:
         return
     last = int(seen[-1])
-    if _at_border(boxes[last], hw, edge):
+    if not inside_frame(boxes[last], hw, edge):
         return  # at the border: they may have left
     v_box, v_tr = _velocity(track, boxes, seen[-k:])
     b = boxes[last]
@@ -94,11 +95,6 @@ def _hold_pose(track, src: int, held) -> None:
     track.valid[held] = True
 
 
-def _at_border(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
-    h, w = hw
-    return bool(box[0] < edge * w or box[1] < edge * h or box[2] > (1 - edge) * w or box[3] > (1 - edge) * h)
-
-
 def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
                      settings: BridgeSettings) -> None:
     """A person entering or leaving through a border is partly in the frame for a few frames
@@ -113,7 +109,7 @@ def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     if seen.size == 0:
         return
     for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):
-        if not _at_border(boxes[end], hw, edge):
+        if inside_frame(boxes[end], hw, edge):
             continue
         v_box, v_tr = _velocity(track, boxes, seen[-k:] if step > 0 else seen[:k])
         _walk_on(track, boxes, gap, hw, end, step, frames, v_box * step, v_tr * step, keep_end=False)

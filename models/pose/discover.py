@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from anonymask.models.geometry import inside_frame
 from anonymask.models.pose.people import (
     Detection,
     PeopleDetector,
@@ -255,11 +256,10 @@ class PersonDiscovery:
     def _vanished(self, t: int, w: int, h: int) -> list[float]:
         """Box heights of the tracks lost before frame t - 1 with their last box inside the frame
         (not at a border: they did not leave)."""
-        out, edge = [], self.settings.edge
+        out = []
         for tr in self.tracker.tracks:
             b = tr.box
-            if tr.last_t < t - 1 and b is not None and b[0] >= edge * w and b[1] >= edge * h \
-                    and b[2] <= (1 - edge) * w and b[3] <= (1 - edge) * h:
+            if tr.last_t < t - 1 and b is not None and inside_frame(b, (h, w), self.settings.edge):
                 out.append(float(b[3] - b[1]))
         return out
 
@@ -479,22 +479,6 @@ class PersonDiscovery:
                 boxes[t] = d.box
             out.append(boxes)
         return out
-
-
-def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Linear interpolation of a track's boxes (T,4) over gaps of <= max_gap frames between its
-    first and last detection. Returns (boxes, gap (T,) bool: frames filled)."""
-    seen = np.isfinite(boxes[:, 0])
-    out = boxes.copy()
-    gap = np.zeros(len(boxes), bool)
-    idx = np.nonzero(seen)[0]
-    for a, b in zip(idx[:-1], idx[1:]):
-        if 1 < b - a <= max_gap + 1:
-            for t in range(a + 1, b):
-                s = (t - a) / (b - a)
-                out[t] = (1 - s) * boxes[a] + s * boxes[b]
-                gap[t] = True
-    return out, gap
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)

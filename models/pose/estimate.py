@@ -21,6 +21,7 @@ import numpy as np
 
 from anonymask.errors import NoPersonError
 from anonymask.models.body.tracks import Camera, SMPLHTrack
+from anonymask.models.geometry import fill_gaps
 from anonymask.models.pose.bridge import extend_at_border, hold_end, hold_start
 from anonymask.models.pose.face_people import add_face_people
 from anonymask.models.pose.fallback import box_track
@@ -116,8 +117,6 @@ def associate(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], settings: 
     over their own span (first to last box: memory grows with the people's own frames, not
     tracks x video length, docs/SCALING.md) and their boxes filled over the gaps between their
     detections (up to their longest gap between linked parts)."""
-    from anonymask.models.pose.discover import fill_gaps
-
     t_len = raw_boxes[0].shape[0] if raw_boxes else 0
     groups = link_tracks(raw_boxes, hw, settings.link) if settings.link.gap else [[i] for i in range(len(raw_boxes))]
     diag.linked_tracks = sum(len(g) - 1 for g in groups)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from anonymask.models.geometry import fill_gaps
 from anonymask.models.pose.records import Kind, Person, PoseDiagnostics
 from anonymask.models.pose.settings import FaceSettings
 
@@ -25,7 +26,6 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
         FaceBodyMask,
         FaceFinder,
         avatar_heads,
-        interpolate_boxes,
         unexplained_faces,
     )
     from anonymask.models.pose.fallback import box_track
@@ -42,7 +42,7 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
         if not masker.confirms(read_frames, ft, settings.confirm_samples, settings.confirm_min_prob):
             diag.faces_rejected += 1
             continue
-        fb = interpolate_boxes(ft.box_array(t_len), max_gap=2 * every)
+        fb = fill_gaps(ft.box_array(t_len), 2 * every)[0]
         present = np.nonzero(np.isfinite(fb[:, 0]))[0]
         body_boxes = np.full((t_len, 4), np.nan, np.float32)
         for a in range(0, len(present), 64):
@@ -76,7 +76,7 @@ def yield_to_face(people: list[Person], f: int, face_boxes: np.ndarray, min_iou:
     centre), that track's avatar yields: it is not drawn there (``valid`` False). Its pixels stay
     removed (pose/instances, boxes): the face avatar covers them. ``people[f]`` is the face person,
     ``face_boxes`` (T,4) their face. In place; returns the number of frames hidden."""
-    from anonymask.models.metrics import box_iou
+    from anonymask.models.geometry import box_iou
 
     fb = people[f].boxes
     hidden = 0
@@ -113,7 +113,7 @@ def yield_parts_to_face(people: list[Person], t: int, face_mask: np.ndarray, fac
     - no face of its own is in its box (BlazeFace, ``finder``; the face person's own face,
       IoU >= ``settings.same_face_iou`` with ``face``, does not count). A person in front of the face person has one.
     In place; returns the number of bodies hidden in frame ``t``."""
-    from anonymask.models.metrics import box_iou
+    from anonymask.models.geometry import box_iou
     from anonymask.models.pose.faces import explained
 
     min_cover, max_height = settings.part_cover, settings.part_height

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from anonymask.models.metrics import box_iou
+from anonymask.models.geometry import box_iou
 from anonymask.models.pose.settings import FaceSettings
 
 
@@ -166,18 +166,6 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
                 best.boxes[t] = box
                 best.last_t = t
     return [tr for tr in tracks if len(tr.boxes) >= settings.min_detections]
-
-
-def interpolate_boxes(boxes: np.ndarray, max_gap: int) -> np.ndarray:
-    """Linear interpolation over gaps of at most ``max_gap`` frames between present rows."""
-    out = boxes.copy()
-    idx = np.nonzero(np.isfinite(boxes[:, 0]))[0]
-    for a, b in zip(idx[:-1], idx[1:]):
-        if 1 < b - a <= max_gap + 1:
-            for t in range(a + 1, b):
-                s = (t - a) / (b - a)
-                out[t] = (1 - s) * boxes[a] + s * boxes[b]
-    return out
 
 
 class FaceBodyMask:

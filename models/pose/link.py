@@ -21,13 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from anonymask.models.metrics import box_iou
+from anonymask.models.geometry import box_iou, inside_frame
 from anonymask.models.pose.settings import LinkSettings
-
-
-def _inside(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
-    h, w = hw
-    return bool(box[0] >= edge * w and box[1] >= edge * h and box[2] <= (1 - edge) * w and box[3] <= (1 - edge) * h)
 
 
 def _diagonal(box: np.ndarray) -> float:
@@ -49,7 +44,7 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSett
         spans.append((int(seen[0]), int(seen[-1])) if seen.size else None)
     cand = []
     for a, sa in enumerate(spans):
-        if sa is None or not _inside(boxes[a][sa[1]], hw, edge):
+        if sa is None or not inside_frame(boxes[a][sa[1]], hw, edge):
             continue
         ba = boxes[a][sa[1]]
         for b, sb in enumerate(spans):
@@ -61,7 +56,7 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSett
             bb = boxes[b][sb[0]]
             if gap == 0 and box_iou(ba, bb) < settings.handover_iou:
                 continue  # a hand-over in one frame: the same person there, or no link
-            if not _inside(bb, hw, edge):
+            if not inside_frame(bb, hw, edge):
                 continue
             ha, hb = float(ba[3] - ba[1]), float(bb[3] - bb[1])
             if min(ha, hb) <= 0 or not (_ratio(ha, hb) <= max_ratio or _ratio(_diagonal(ba), _diagonal(bb)) <= max_ratio):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from anonymask.models.metrics import box_iou
+from anonymask.models.geometry import box_iou
 from anonymask.models.registry import register
 
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)

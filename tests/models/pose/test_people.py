@@ -3,7 +3,8 @@ behind in the foreground, a man walking; a masked bystander stands at the back).
 
 import numpy as np
 
-from anonymask.models.pose.discover import OnlineTracker, fill_gaps
+from anonymask.models.geometry import fill_gaps
+from anonymask.models.pose.discover import OnlineTracker
 from anonymask.models.pose.people import Detection, PeopleDetector, pose_landmarker_bundle, square_tiles
 from anonymask.models.pose.roi import RoiLandmarker, roi_from_landmarks
 

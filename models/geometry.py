@@ -1,0 +1,38 @@
+"""Boxes over time: overlap, where a box lies in the frame, gaps filled. One place for the
+geometry that person discovery, segmentation and the audit share (it imports nothing of the
+project). Boxes are (x0, y0, x1, y1) in pixels; a track's boxes are (T, 4) with NaN where absent."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def box_iou(a, b) -> float:
+    """Intersection over union of two boxes; 0 when they do not overlap."""
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    ua = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / ua) if ua > 0 else 0.0
+
+
+def inside_frame(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
+    """The box keeps at least ``edge`` of the frame's size from every border (someone there did not
+    just enter or leave). A box with NaN is not inside."""
+    h, w = hw
+    return bool(box[0] >= edge * w and box[1] >= edge * h and box[2] <= (1 - edge) * w and box[3] <= (1 - edge) * h)
+
+
+def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Linear interpolation of a track's boxes over gaps of at most ``max_gap`` frames between
+    present rows. Returns (boxes, gap (T,) bool: the rows filled)."""
+    out = boxes.copy()
+    gap = np.zeros(len(boxes), bool)
+    idx = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    for a, b in zip(idx[:-1], idx[1:]):
+        if 1 < b - a <= max_gap + 1:
+            for t in range(a + 1, b):
+                s = (t - a) / (b - a)
+                out[t] = (1 - s) * boxes[a] + s * boxes[b]
+                gap[t] = True
+    return out, gap
