@@ -71,12 +71,23 @@ class SegmentSettings(StageSettings):
     grow_frac: float = Field(0.03, ge=0.0, le=0.5, description="auto: this share of the people's height")
     grow_min: int = Field(2, ge=0)
     grow_max: int = Field(8, ge=0)
+    # the feet: most leaked pixels left on the demo were ankles and feet, outside the margin that
+    # holds everywhere else (docs/RESULTS.md, "Verdicts with margin", 2026-11-26)
+    contact_band: float = Field(0.15, ge=0.0, le=1.0, description="share of a person blob's height, up from its "
+                                "lowest pixel, that gets the feet's margin (feet and ankles)")
+    contact_frac: float = Field(0.08, ge=0.0, le=0.5, description="the feet's margin as a share of that blob's "
+                                "height (0: the same margin as everywhere); segmentation misses shoes against "
+                                "the floor and fits place feet worst")
+    contact_max: int = Field(12, ge=0, description="px: the feet's margin at most (a near person's huge feet)")
     feather: float = Field(2.0, ge=0.0)
     box_fill: bool = False
     box_margin: float = Field(0.15, ge=0.0, le=1.0)
     avatar_in_hole: bool = False
     static_grow: int = Field(4, ge=0)
     static_frac: float = Field(0.8, gt=0.0, le=1.0)
+    static_extend: float = Field(0.5, gt=0.0, le=1.0, description="share of a static_window block's frames a "
+                                 "pixel must be in the mask to join a still region it touches (hysteresis: the "
+                                 "detector loses a still person's head or feet for a while when someone passes)")
     replace_margin: int = Field(3, ge=0, description="px an avatar may miss its person by (replaced_min)")
     static_window: int = Field(WINDOW_FRAMES, ge=2, description="frames per block that decides who stands still")
     # 16, not 64: a window holds each alive track's masks (60-s scaling video: peak 1.73 GiB at

@@ -2,7 +2,8 @@
 
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
 by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
-feathered. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
+feathered; the lowest ``contact_band`` of each person blob (feet) is grown by ``contact_frac`` of its
+height (at most ``contact_max`` px) instead. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
 (64) frames (someone standing still) get ``static_grow`` more pixels in that block, in each frame
 where that person's own mask is (not before they came): the temporal median never sees past a
 still person's outline. Avatar silhouettes are not part of the hole
@@ -83,6 +84,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         fill = np.ones(boxes.shape[:2], bool) if cfg["box_fill"] else (
             entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
     grow_px = margin_pixels(cfg["grow"], boxes, cfg["grow_frac"], cfg["grow_min"], cfg["grow_max"])
+    contact = (cfg["contact_band"], cfg["contact_frac"], cfg["contact_max"])
     has_gt = entry.has_array("gt/person_mask")
     inter = union = hole_px = gt_px = 0
     inst_px = np.zeros(n, np.int64)
@@ -101,7 +103,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         cuts): unflicker and the still-person margin never reach across a cut, where a mask of
         the other shot would become a hole with no avatar on it."""
         for s0, s1 in video_shots(entry):
-            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px)
+            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px, cfg["static_extend"])
             for win in frame_windows(s1 - s0, win_frames, context=b):  # context for unflicker
                 yield s0, stills, win
 
@@ -141,7 +143,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 # would add the part a frame early, and unflicker another frame without an avatar)
                 filled = stills.apply(filled, a0 - s0, read, filled >= thr)
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole)
+                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact)
             core = slice(t0 - a0, t1 - a0)
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))
@@ -168,7 +170,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 
 class StillRegions:
     """Where someone stands still, per block of ``block`` frames: the pixels in the mask in at
-    least ``frac`` of the block's frames (and ``context`` frames either side). The temporal median
+    least ``frac`` of the block's frames (and ``context`` frames either side), with the pixels in it
+    in at least ``extend`` of them that touch those. The temporal median
     never sees past a still person's outline, so these pixels get ``pixels`` more margin in every
     frame of the block.
 
@@ -177,9 +180,11 @@ class StillRegions:
     takes the still region of its own block. Memory: one (H,W) map per block in use.
     """
 
-    def __init__(self, t_len: int, block: int, context: int, thr: float, frac: float, pixels: int):
+    def __init__(self, t_len: int, block: int, context: int, thr: float, frac: float, pixels: int,
+                 extend: float):
         self.t_len, self.block, self.context = int(t_len), max(1, int(block)), int(context)
         self.thr, self.frac, self.pixels = float(thr), float(frac), int(pixels)
+        self.extend = min(float(extend), self.frac)
         self._cache: dict[int, np.ndarray | None] = {}
 
     def span(self, k: int) -> tuple[int, int]:
@@ -196,7 +201,16 @@ class StillRegions:
 
             a, b = self.span(k)
             prob = read(a, b)
-            still = (prob >= self.thr).mean(axis=0) >= self.frac if len(prob) > 2 else None
+            share = (prob >= self.thr).mean(axis=0) if len(prob) > 2 else None
+            still = None if share is None else share >= self.frac
+            if still is not None and still.any() and self.extend < self.frac:
+                # hysteresis: the pixels in the mask in >= ``extend`` of the frames that touch a
+                # still core join it (a still person's head or feet that the detector lost for a while)
+                n_ext, ext = cv2.connectedComponents((share >= self.extend).view(np.uint8), connectivity=8)
+                cores = np.zeros(n_ext, bool)
+                cores[ext[still]] = True
+                cores[0] = False
+                still = cores[ext]
             self._cache = {j: v for j, v in self._cache.items() if j >= k - 1}  # blocks come in order
             if still is None or not still.any():
                 self._cache[k] = None

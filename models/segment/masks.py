@@ -207,6 +207,40 @@ def assign_to_tracks(
     return out
 
 
+def contact_margin(masks: np.ndarray, band: float, frac: float, least: int, most: int) -> np.ndarray:
+    """Extra margin at the bottom of every person blob: (T,H,W) bool to add to the grown hole.
+
+    Per frame, each connected part of the mask is one person (or a piece of one); its pixels in the lowest ``band`` of its height (feet and ankles)
+    are grown by ``frac`` x its height, clipped to [``least``, ``most``] px. Feet are where the
+    person mask fails most: a shoe against a floor of the same brightness, contact shadows, and
+    the fastest limb of a gait or a kick; the fitted avatar places them worst too. The margin
+    scales with each part's own height (a near person's foot is larger and its miss wider).
+    """
+    m = as_bool(masks)
+    out = np.zeros(m.shape, bool)
+    if band <= 0 or frac <= 0 or m.size == 0:
+        return out
+    frames = m.reshape((-1,) + m.shape[-2:])
+    res = out.reshape(frames.shape)
+    for i, f in enumerate(frames):
+        if not f.any():
+            continue
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(f.view(np.uint8), connectivity=8)
+        by_radius: dict[int, np.ndarray] = {}
+        for c in range(1, n):
+            y, h = int(stats[c, cv2.CC_STAT_TOP]), int(stats[c, cv2.CC_STAT_HEIGHT])
+            r = int(np.clip(round(frac * h), least, most))
+            if r <= least:  # no more than the margin everywhere: nothing to add
+                continue
+            top = y + h - max(1, int(math.ceil(band * h)))
+            x, w = int(stats[c, cv2.CC_STAT_LEFT]), int(stats[c, cv2.CC_STAT_WIDTH])
+            sel = by_radius.setdefault(r, np.zeros(f.shape, np.uint8))
+            sel[top : y + h, x : x + w] |= (labels[top : y + h, x : x + w] == c).view(np.uint8)
+        for r, sel in by_radius.items():
+            res[i] |= cv2.dilate(sel, _disk(r)).view(bool)
+    return out
+
+
 @dataclass
 class PersonMasks:
     """Everything later stages need from the segment stage.
@@ -245,6 +279,7 @@ def build_person_masks(
     sigma: float = 2.0,
     max_distance: float | None = None,
     silhouettes_in_hole: bool = True,
+    contact: tuple[float, float, int] | None = None,
 ) -> PersonMasks:
     """segmentation (+ per-track silhouettes) -> person_mask -> unflicker -> grow -> feather, split per track.
 
@@ -252,10 +287,14 @@ def build_person_masks(
     the track masks is the hole wherever some track is near (see ``assign_to_tracks``); each track
     mask also holds its own silhouette. With ``silhouettes_in_hole=False`` the hole is the
     segmentation alone: pixels under an avatar but outside the person are not inpainted (the
-    avatar covers them in the output anyway), so less background is destroyed.
+    avatar covers them in the output anyway), so less background is destroyed. ``contact``
+    (band, frac, most px): the feet's wider margin (``contact_margin``, at least ``grow_pixels``).
     """
     m = person_mask(prob, silhouettes if silhouettes_in_hole else None, threshold)
-    hole = grow(unflicker(m, window), grow_pixels)
+    smooth = unflicker(m, window)
+    hole = grow(smooth, grow_pixels)
+    if contact is not None:
+        hole |= contact_margin(smooth, contact[0], contact[1], grow_pixels, contact[2])
     alpha = feather(hole, sigma)
     tracks = np.zeros((0, *hole.shape), bool)
     if silhouettes is not None:

@@ -81,6 +81,13 @@ GT_KEYS = (
 )  # fmt: skip
 _TRACK_KEYS = ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl", "valid")
 
+#: How the generated videos are encoded. ``threads: 1``: libx264's bitstream depends on its thread
+#: count (1, 2 and 3+ threads give three different files from the same frames here), and its default
+#: ("auto") follows the machine's core count, so the same generator wrote different demo data on a
+#: 2-core and a many-core machine and the demo's verdicts differed (docs/RESULTS.md, 2026-11-26).
+#: One thread costs nothing that matters at these sizes (8 demo videos of 256x192x48).
+ENCODE: dict = {"crf": 16, "preset": "medium", "options": {"threads": "1"}}
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -422,7 +429,7 @@ def generate_dataset(root: str | Path, *, preset: Preset | str = DEMO_PRESET, se
     videos = []
     for i, plan in enumerate(plans):
         frames, gt = render_video(plan, by_id, p, seed, classes)
-        write_mp4(root / "videos" / f"{plan.video_id}.mp4", frames, p.fps, crf=16, preset="medium")
+        write_mp4(root / "videos" / f"{plan.video_id}.mp4", frames, p.fps, **ENCODE)
         _save_npz(root / "gt" / f"{plan.video_id}.npz", gt)
         videos.append({
             "video_id": plan.video_id, "path": f"videos/{plan.video_id}.mp4", "gt": f"gt/{plan.video_id}.npz",

@@ -35,6 +35,7 @@ from anonymask.models.synthetic.actions import action_spec
 from anonymask.models.synthetic.backgrounds import load_background
 from anonymask.models.synthetic.generator import (
     DEMO_PRESET,
+    ENCODE,
     FORMAT_VERSION,
     Preset,
     VideoPlan,
@@ -187,7 +188,7 @@ def generate_hard_cases(root: str | Path, *, seed: int = 0, cases: tuple[str, ..
     videos, subjects_all = [], {}
     for i, case in enumerate(chosen):
         video_id, frames, gt, subjects, pc = render_case(case, p, seed)
-        write_mp4(root / "videos" / f"{video_id}.mp4", frames, pc.fps, crf=16, preset="medium")
+        write_mp4(root / "videos" / f"{video_id}.mp4", frames, pc.fps, **ENCODE)
         _save_npz(root / "gt" / f"{video_id}.npz", gt)
         for s in subjects:
             subjects_all[s.name] = s.to_dict()
