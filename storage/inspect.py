@@ -99,6 +99,19 @@ def format_margin(margin: dict[str, Any] | None) -> str:
     return f"none seen ({margin['check']})" if v >= 1000 else f"{v:.2f}x {margin['check']}"
 
 
+#: pose4d's diagnostics shown beside the number of people: (metric, label)
+PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"))
+
+
+def format_people(metrics: dict[str, Any]) -> str:
+    """How many people pose4d replaced, and how: ``3 (1 box, 1 face)``; ``-`` before pose4d ran."""
+    n = metrics.get("tracks")
+    if n is None:
+        return "-"
+    extra = [f"{int(metrics[k])} {label}" for k, label in PEOPLE_DETAILS if metrics.get(k)]
+    return f"{int(n)}" + (f" ({', '.join(extra)})" if extra else "")
+
+
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for k, v in d.items():
@@ -113,11 +126,12 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
 def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     """Plain-text table: one row per video, one column per stage."""
     stages = report["stages"]
-    header = ["video", "status", "audit margin", *stages]
+    header = ["video", "status", "audit margin", "people", *stages]
     lines = [header]
     failures = []
     for row in report["videos"]:
-        line = [row["video_id"], row["status"], format_margin(row.get("audit_margin"))]
+        line = [row["video_id"], row["status"], format_margin(row.get("audit_margin")),
+                format_people(row.get("metrics") or {})]
         for s in stages:
             c = row["stages"][s]
             st = c["status"]
@@ -132,6 +146,9 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     widths = [max(len(str(r[i])) for r in lines) for i in range(len(header))]
     out = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in lines]
     s = report["summary"]
+    if any(format_people(row.get("metrics") or {}) != "-" for row in report["videos"]):
+        out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
+                   "face: face-anchored; linked: raw tracks joined into one person)")
     if any(row.get("audit_margin") for row in report["videos"]):
         out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "
                    "0.5x: twice over the limit)")
