@@ -3,9 +3,9 @@ conditions and audit.
 
 A backend is a factory (a class or a function) registered under ``(kind, name)``. Its settings
 model is derived from the factory's own signature: parameter names, annotated types and defaults,
-so a default is stated once, where the code that uses it is. ``limits`` adds ranges (pydantic
-``Field`` keywords such as ``ge``/``le``) and ``runtime`` names the parameters that are not
-settings (arrays, devices) and are passed when the backend is built. Every settings model forbids
+so a default is stated once, where the code that uses it is; ranges are stated there too
+(``Annotated[float, Field(ge=0, le=1)]``). ``runtime`` names the parameters that are not settings
+(arrays, devices) and are passed when the backend is built. Every settings model forbids
 unknown keys, so a typo is an error and never a silently ignored value.
 
 Backends register themselves when their module is imported; :data:`DECLARED_IN` lists those
@@ -51,12 +51,12 @@ class Backend:
     module is heavy (torch, diffusers): it is imported only when the backend is validated or built."""
 
     def __init__(self, kind: str, name: str, target: Callable[..., Any] | str, summary: str,
-                 limits: dict[str, dict[str, Any]] | None = None, runtime: Iterable[str] = (),
+                 runtime: Iterable[str] = (),
                  defaults: dict[str, Any] | None = None, weights: str | None = None,
                  check: Callable[[dict[str, Any]], Any] | str | None = None):
         self.kind, self.name, self.summary, self.weights = kind, name, summary, weights
         self._check = check
-        self._target, self._limits, self._runtime = target, limits, tuple(runtime)
+        self._target, self._runtime = target, tuple(runtime)
         self._defaults = dict(defaults or {})
         self._settings: type[BackendSettings] | None = None
 
@@ -72,7 +72,7 @@ class Backend:
         """Its settings model (built from the factory's signature on first use)."""
         if self._settings is None:
             self._settings = settings_model(self.factory, f"{self.kind}_{self.name}_settings".replace("-", "_"),
-                                            self._limits, self._runtime, self._defaults)
+                                            self._runtime, self._defaults)
         return self._settings
 
     def validate(self, values: dict[str, Any] | None = None) -> BackendSettings:
@@ -102,28 +102,24 @@ _BACKENDS: dict[str, dict[str, Backend]] = {}
 
 
 def _annotations(factory: Callable[..., Any]) -> dict[str, Any]:
+    """The factory's parameter types, ``Annotated`` ranges kept. An annotation that cannot be
+    resolved (a type imported only for type checkers) is an error naming the factory: a setting
+    whose type is unknown would be validated as anything."""
     target = factory.__init__ if inspect.isclass(factory) else factory
     try:
         return typing.get_type_hints(target, include_extras=True)
-    except Exception:  # an annotation that names a type imported only for type checkers
-        mod = inspect.getmodule(target)
-        out = {}
-        for name, ann in getattr(target, "__annotations__", {}).items():
-            try:
-                out[name] = eval(ann, vars(mod)) if isinstance(ann, str) else ann  # noqa: S307 - own source
-            except Exception:
-                out[name] = Any
-        return out
+    except Exception as err:
+        raise TypeError(f"{_target_id(factory)}: its parameter annotations do not resolve ({err}); import the "
+                        f"types they name at module level") from None
 
 
 def settings_model(
-    factory: Callable[..., Any], model_name: str, limits: dict[str, dict[str, Any]] | None = None,
-    runtime: Iterable[str] = (), defaults: dict[str, Any] | None = None,
+    factory: Callable[..., Any], model_name: str, runtime: Iterable[str], defaults: dict[str, Any] | None,
 ) -> type[BackendSettings]:
-    """A pydantic model of the factory's keyword parameters (defaults and types from its
-    signature, ranges from ``limits``), leaving out ``runtime`` parameters. ``defaults`` replaces
-    a signature default where the pipeline's differs from the library's (e.g. fewer refine steps)."""
-    limits = dict(limits or {})
+    """A pydantic model of the factory's keyword parameters (defaults, types and ranges from its
+    signature: ``Annotated[float, Field(ge=0, le=1)]``), leaving out ``runtime`` parameters.
+    ``defaults`` replaces a signature default where the pipeline's differs from the library's
+    (e.g. fewer refine steps)."""
     defaults = dict(defaults or {})
     skip = set(runtime)
     hints = _annotations(factory)
@@ -134,14 +130,14 @@ def settings_model(
         if p.default is inspect.Parameter.empty:
             raise TypeError(f"{model_name}: parameter {p.name!r} has no default; pass it as runtime")
         default = defaults.pop(p.name, p.default)
-        fields[p.name] = (hints.get(p.name, Any), Field(default, **limits.pop(p.name, {})))
-    if limits or defaults:
-        raise TypeError(f"{model_name}: limits/defaults for unknown parameter(s) {sorted({*limits, *defaults})}")
+        fields[p.name] = (hints.get(p.name, Any), Field(default))
+    if defaults:
+        raise TypeError(f"{model_name}: defaults for unknown parameter(s) {sorted(defaults)}")
     return create_model(model_name, __base__=BackendSettings, **fields)
 
 
 def register(
-    kind: str, name: str, *, summary: str | None = None, limits: dict[str, dict[str, Any]] | None = None,
+    kind: str, name: str, *, summary: str | None = None,
     runtime: Iterable[str] = (), defaults: dict[str, Any] | None = None, weights: str | None = None,
     check: Callable[[dict[str, Any]], Any] | str | None = None,
 ):
@@ -150,7 +146,7 @@ def register(
 
     def deco(factory):
         doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
-        declare(kind, name, factory, summary=doc, limits=limits, runtime=runtime, defaults=defaults, weights=weights,
+        declare(kind, name, factory, summary=doc, runtime=runtime, defaults=defaults, weights=weights,
                 check=check)
         return factory
 
@@ -159,7 +155,7 @@ def register(
 
 def declare(
     kind: str, name: str, target: Callable[..., Any] | str, *, summary: str = "",
-    limits: dict[str, dict[str, Any]] | None = None, runtime: Iterable[str] = (),
+    runtime: Iterable[str] = (),
     defaults: dict[str, Any] | None = None, weights: str | None = None,
     check: Callable[[dict[str, Any]], Any] | str | None = None,
 ) -> None:
@@ -170,7 +166,7 @@ def declare(
     if old is not None and _target_id(old._target) != _target_id(target):
         raise SettingsError(f"{kind} backend {name!r} is registered twice: {_target_id(old._target)} and "
                             f"{_target_id(target)}")
-    _BACKENDS.setdefault(kind, {})[name] = Backend(kind, name, target, summary, limits, runtime, defaults, weights,
+    _BACKENDS.setdefault(kind, {})[name] = Backend(kind, name, target, summary, runtime, defaults, weights,
                                                    check)
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
 from anonymask.errors import MissingWeightsError
 from anonymask.models.registry import register
@@ -57,8 +59,7 @@ def load_fcos(root: str | os.PathLike | None = None, device: str = "cpu"):
     return model.eval().to(device)
 
 
-@register("audit", "fcos", weights="torchvision", check=lambda s: fcos_path(s["root"]),
-          limits={"min_score": {"ge": 0.0, "le": 1.0}, "min_size": {"ge": 64}, "upscale_below": {"ge": 0}})
+@register("audit", "fcos", weights="torchvision", check=lambda s: fcos_path(s["root"]))
 class FcosAuditor:
     """COCO person boxes from FCOS (``detect(frame) -> [("body", box, score)]``).
 
@@ -67,8 +68,15 @@ class FcosAuditor:
     detector was trained on. No second model is asked: the score threshold is the confirmation,
     and :func:`audit_frames` still needs the same place in several audited frames."""
 
-    def __init__(self, root: str | None = None, min_score: float = 0.5, min_size: int = 800,
-                 upscale_below: int = 800, device: str | None = None, max_people: int = 50):
+    def __init__(
+        self,
+        root: str | None = None,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+        min_size: Annotated[int, Field(ge=64)] = 800,
+        upscale_below: Annotated[int, Field(ge=0)] = 800,
+        device: str | None = None,
+        max_people: int = 50,
+    ):
         import torch
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -18,8 +18,11 @@ another depth (parallax) land a little off, which blurs or doubles background, n
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import cv2
 import numpy as np
+from pydantic import Field
 
 from anonymask.models.inpaint.backends import EMPTY_FILL, _check, _method, masked_temporal_median
 from anonymask.models.registry import register
@@ -92,17 +95,23 @@ def chain_maps(steps: list[np.ndarray | None]) -> tuple[list[np.ndarray], np.nda
 
 
 @register("inpaint", "aligned_median",
-          summary="moving cameras: the masked median of neighbour frames aligned by homography",
-          limits={"reach": {"ge": 1}, "step": {"ge": 1}, "guard": {"ge": 0}, "width": {"ge": 32},
-                  "min_inliers": {"ge": 8}})
+          summary="moving cameras: the masked median of neighbour frames aligned by homography")
 class AlignedMedianInpainter:
     """See the module docstring. ``reach``: frames either side a hole is filled from; ``step``:
     every step-th of them; ``guard``: px a source pixel must lie from every hole of its own frame;
     ``width``: px width the alignment is measured at; ``min_inliers``: RANSAC inliers a step
     needs; ``method``/``radius``: the spatial fill of pixels no neighbour shows."""
 
-    def __init__(self, reach: int = 12, step: int = 2, guard: int = 3, width: int = 320, min_inliers: int = 24,
-                 method: str = "telea", radius: int = 5):
+    def __init__(
+        self,
+        reach: Annotated[int, Field(ge=1)] = 12,
+        step: Annotated[int, Field(ge=1)] = 2,
+        guard: Annotated[int, Field(ge=0)] = 3,
+        width: Annotated[int, Field(ge=32)] = 320,
+        min_inliers: Annotated[int, Field(ge=8)] = 24,
+        method: str = "telea",
+        radius: int = 5,
+    ):
         self.reach, self.step, self.guard = int(reach), int(step), int(guard)
         self.width, self.min_inliers = int(width), int(min_inliers)
         self.method, self.radius = _method(method), int(radius)

@@ -18,10 +18,11 @@ input frame, bit for bit, so lighting changes and everything that is not a perso
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Annotated, Protocol
 
 import cv2
 import numpy as np
+from pydantic import Field
 
 from anonymask.models.registry import build, names, register
 from anonymask.models.segment.masks import as_bool
@@ -105,7 +106,7 @@ def masked_temporal_median(
     return background, count
 
 
-@register("inpaint", "temporal_median", limits={"min_support": {"ge": 1}, "grow_unseen": {"ge": 0}})
+@register("inpaint", "temporal_median")
 class TemporalMedianInpainter:
     """Static-camera background: masked temporal median + OpenCV fill of never-seen pixels.
 
@@ -123,8 +124,14 @@ class TemporalMedianInpainter:
     #: shots whose camera moves)
     still_camera = True
 
-    def __init__(self, method: str = "telea", radius: int = 5, block_rows: int = 32, grow_unseen: int = 5,
-                 min_support: int = 5):
+    def __init__(
+        self,
+        method: str = "telea",
+        radius: int = 5,
+        block_rows: int = 32,
+        grow_unseen: Annotated[int, Field(ge=0)] = 5,
+        min_support: Annotated[int, Field(ge=1)] = 5,
+    ):
         self.method = _method(method)
         self.radius = int(radius)
         self.block_rows = int(block_rows)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 import cv2
 import numpy as np
+from pydantic import Field
 
 from anonymask.errors import MissingWeightsError
 from anonymask.models.inpaint.backends import _check, _paste
@@ -80,14 +82,22 @@ def load_networks(root: str | os.PathLike | None = None, raft: str = "things", d
     return nets
 
 
-@register("inpaint", "propainter", weights=SUBDIR, check=lambda s: weight_paths(s["weights"], s["raft"]), summary="ProPainter: flow completion + propagation + video transformer (GPU)", limits={"max_side": {"ge": 128}, "window": {"ge": 2},
-                                                          "stride": {"ge": 1}, "step": {"ge": 1}})
+@register("inpaint", "propainter", weights=SUBDIR, check=lambda s: weight_paths(s["weights"], s["raft"]),
+          summary="ProPainter: flow completion + propagation + video transformer (GPU)")
 class ProPainterInpainter:
     """See the module docstring. ``window``/``stride``/``step``: the streaming driver's sizes."""
 
-    def __init__(self, weights: str | None = None, raft: str = "things", device: str | None = None,
-                 max_side: int = 640, window: int = 80, stride: int = 5, step: int = 10,
-                 propainter_kwargs: dict | None = None):
+    def __init__(
+        self,
+        weights: str | None = None,
+        raft: str = "things",
+        device: str | None = None,
+        max_side: Annotated[int, Field(ge=128)] = 640,
+        window: Annotated[int, Field(ge=2)] = 80,
+        stride: Annotated[int, Field(ge=1)] = 5,
+        step: Annotated[int, Field(ge=1)] = 10,
+        propainter_kwargs: dict | None = None,
+    ):
         import torch
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

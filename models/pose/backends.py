@@ -76,12 +76,20 @@ class MediapipePose:
     #: the flat settings of before 2026-11-26 -> their place in the tree (named in the error)
     RENAMED = RENAMED
 
-    def __init__(self, detector: str = "mediapipe", detector_options: dict[str, Any] | None = None,
-                 max_gap: Annotated[int, Field(ge=0, description=_MAX_GAP.description)] = _MAX_GAP.default,
-                 discover: DiscoverSettings = DiscoverSettings(), scan: ScanSettings = ScanSettings(),
-                 evidence: EvidenceSettings = EvidenceSettings(), link: LinkSettings = LinkSettings(),
-                 confirm: ConfirmSettings = ConfirmSettings(), fit: FitSettings = FitSettings(),
-                 bridge: BridgeSettings = BridgeSettings(), faces: FaceSettings = FaceSettings()):
+    def __init__(
+        self,
+        detector: str = "mediapipe",
+        detector_options: dict[str, Any] | None = None,
+        max_gap: Annotated[int, Field(ge=0, description=_MAX_GAP.description)] = _MAX_GAP.default,
+        discover: DiscoverSettings = DiscoverSettings(),
+        scan: ScanSettings = ScanSettings(),
+        evidence: EvidenceSettings = EvidenceSettings(),
+        link: LinkSettings = LinkSettings(),
+        confirm: ConfirmSettings = ConfirmSettings(),
+        fit: FitSettings = FitSettings(),
+        bridge: BridgeSettings = BridgeSettings(),
+        faces: FaceSettings = FaceSettings(),
+    ):
         """One sub-tree per pass of person discovery (models/pose/settings.py says what each value
         does, its unit and why; docs/RESULTS.md how the values were chosen), e.g.
         ``--set pose4d.discover.limb_conf=0.5 pose4d.faces.enabled=false``. ``detector``: the
@@ -121,11 +129,15 @@ class MediapipePose:
                           metrics=dict(res.diagnostics))
 
 
-@register("pose4d", "ntu-skeleton", limits={"iterations": {"ge": 1}, "max_bodies": {"ge": 1}})
+@register("pose4d", "ntu-skeleton")
 class NtuSkeletonPose:
     """Fitted to the Kinect v2 skeletons that come with NTU RGB+D videos."""
 
-    def __init__(self, iterations: int = 100, max_bodies: int = 2):
+    def __init__(
+        self,
+        iterations: Annotated[int, Field(ge=1)] = 100,
+        max_bodies: Annotated[int, Field(ge=1)] = 2,
+    ):
         self.iterations, self.max_bodies = iterations, max_bodies
 
     def estimate(self, io: PoseInputs) -> PoseOutput:

@@ -21,9 +21,11 @@ import os
 import threading
 import zipfile
 from dataclasses import dataclass
+from typing import Annotated
 
 import cv2
 import numpy as np
+from pydantic import Field
 
 from anonymask.models.geometry import box_iou
 from anonymask.models.registry import register
@@ -193,7 +195,7 @@ def square_tiles(h: int, w: int, frac: float = 0.6, overlap: float = 0.5) -> lis
     return [(x, y, side) for y in starts(h) for x in starts(w)]
 
 
-@register("person_detector", "mediapipe", limits={"num_poses": {"ge": 1}, "crop_size": {"ge": 64}})
+@register("person_detector", "mediapipe")
 class PeopleDetector:
     """Multi-person landmarks + instance masks on RGB frames (uint8 (H,W,3)).
 
@@ -201,8 +203,14 @@ class PeopleDetector:
     (upscaled to at least ``crop_size``) with results mapped back to frame pixels.
     """
 
-    def __init__(self, num_poses: int = 8, min_detection: float = 0.4, min_presence: float = 0.4,
-                 min_score: float = 0.35, crop_size: int = 256):
+    def __init__(
+        self,
+        num_poses: Annotated[int, Field(ge=1)] = 8,
+        min_detection: float = 0.4,
+        min_presence: float = 0.4,
+        min_score: float = 0.35,
+        crop_size: Annotated[int, Field(ge=64)] = 256,
+    ):
         self.num_poses = int(num_poses)
         self.min_detection = float(min_detection)
         self.min_presence = float(min_presence)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
 from anonymask.errors import MissingWeightsError
 from anonymask.models.pose.people import BODY_LANDMARKS, Detection, box_iou
@@ -87,13 +89,20 @@ def coco_to_landmarks(kps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
 
 
 @register("person_detector", "rcnn", weights="torchvision", runtime=("roi",),
-          check=lambda s: check_rcnn_files(s["root"], s["masks"]),
-          limits={"min_score": {"ge": 0.0, "le": 1.0}, "max_people": {"ge": 1}})
+          check=lambda s: check_rcnn_files(s["root"], s["masks"]))
 class RCNNPeopleDetector:
     """Same interface as :class:`PeopleDetector` (``detect``, ``detect_region``)."""
 
-    def __init__(self, root: str | os.PathLike | None = None, masks: bool = True, min_score: float = 0.6,
-                 device: str | None = None, roi=None, min_size: int = 512, max_people: int = 20):
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        masks: bool = True,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.6,
+        device: str | None = None,
+        roi=None,
+        min_size: int = 512,
+        max_people: Annotated[int, Field(ge=1)] = 20,
+    ):
         import torch
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

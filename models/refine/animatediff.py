@@ -20,10 +20,11 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from anonymask.compat import ensure_torchvision
 from anonymask.models.refine.weights import RefineWeights, resolve_refine_weights
@@ -197,19 +198,19 @@ class AnimateDiffRefiner:
         weights_root: str | os.PathLike | None = None,
         device: str | torch.device | None = None,
         dtype: torch.dtype | None = None,
-        num_inference_steps: int = 25,
-        strength: float = 0.5,
+        num_inference_steps: Annotated[int, Field(ge=1)] = 25,
+        strength: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
         guidance_scale: float = 7.5,
         controlnet_scales: Sequence[float] = (0.75, 1.0, 0.6),
-        window: int = 16,
-        stride: int = 8,
+        window: Annotated[int, Field(ge=1)] = 16,
+        stride: Annotated[int, Field(ge=1)] = 8,
         window_dilations: Sequence[int] = (1, 2),
         weighting: str = "pyramid",
-        windows_per_batch: int = 1,
+        windows_per_batch: Annotated[int, Field(ge=1)] = 1,
         cache_controlnet: bool = True,
         prompt: str = DEFAULT_PROMPT,
         negative_prompt: str = DEFAULT_NEGATIVE_PROMPT,
-        decode_chunk_size: int = 16,
+        decode_chunk_size: Annotated[int, Field(ge=1)] = 16,
         eta: float = 0.0,
     ):
         self.weights = resolve_refine_weights(weights_root)  # fails fast, before any model loads

@@ -31,9 +31,7 @@ class KeepRender:
 declare("refine", "animatediff", "anonymask.models.refine.animatediff:AnimateDiffRefiner",
         summary="AnimateDiff + ControlNets (depth, pose, face) on each tubelet", weights="refine",
         check="anonymask.models.refine.weights:check_refine_settings",
-        runtime=("device", "dtype"), defaults={"num_inference_steps": 8, "strength": 0.6},
-        limits={"num_inference_steps": {"ge": 1}, "strength": {"ge": 0.0, "le": 1.0}, "window": {"ge": 1},
-                "stride": {"ge": 1}, "windows_per_batch": {"ge": 1}, "decode_chunk_size": {"ge": 1}})
+        runtime=("device", "dtype"), defaults={"num_inference_steps": 8, "strength": 0.6})
 
 
 @register("conditions", "render")

@@ -4,9 +4,10 @@ before any work, equivalent settings hash the same, and every backend declares i
 from __future__ import annotations
 
 import shutil
+from typing import Annotated
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from anonymask.config import parse_overrides, pipeline_config
 from anonymask.errors import SettingsError
@@ -110,20 +111,28 @@ def test_parse_overrides_rejects_malformed_items():
         pipeline_config("demo", parse_overrides(["grow=6"]))
 
 
-def test_settings_from_a_signature_with_limits_defaults_and_runtime():
-    def factory(frames, radius: int = 5, method: str = "telea", scale: float = 1.0, device: str | None = None):
+def test_settings_from_a_signature_with_ranges_defaults_and_runtime():
+    def factory(frames, radius: Annotated[int, Field(ge=1)] = 5, method: str = "telea", scale: float = 1.0,
+                device: str | None = None):
         return (radius, method, scale, device, frames)
 
-    model = registry.settings_model(factory, "m", limits={"radius": {"ge": 1}}, runtime=("frames", "device"),
-                                    defaults={"scale": 2.0})
+    model = registry.settings_model(factory, "m", runtime=("frames", "device"), defaults={"scale": 2.0})
     assert list(model.model_fields) == ["radius", "method", "scale"]
-    assert model().scale == 2.0
+    assert model().scale == 2.0 and model().radius == 5
     with pytest.raises(ValidationError):
-        model(radius=0)
-    with pytest.raises(TypeError, match="limits/defaults for unknown"):
-        registry.settings_model(factory, "m", limits={"radiu": {"ge": 1}}, runtime=("frames",))
+        model(radius=0)  # the range in the signature
+    with pytest.raises(TypeError, match="defaults for unknown"):
+        registry.settings_model(factory, "m", runtime=("frames",), defaults={"radiu": 1})
     with pytest.raises(TypeError, match="has no default"):
-        registry.settings_model(factory, "m")
+        registry.settings_model(factory, "m", runtime=(), defaults=None)
+
+
+def test_an_annotation_that_does_not_resolve_is_an_error_not_any():
+    def factory(radius: NotImported = 5):  # noqa: F821 - the point of the test
+        return radius
+
+    with pytest.raises(TypeError, match="do not resolve"):
+        registry.settings_model(factory, "m", runtime=(), defaults=None)
 
 
 def test_a_window_size_recomputes_nothing_and_a_real_setting_recomputes_its_stage(tiny_anonymized, tmp_path):
