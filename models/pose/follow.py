@@ -26,7 +26,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from anonymask.models.inpaint.aligned import small_grey, step_homographies
+from anonymask.models.align import small_grey, step_homographies
 
 
 def moving_box(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, height: float, *, threshold: float,

@@ -5,7 +5,8 @@ background behind them shows only in other frames, elsewhere in the image)."""
 import numpy as np
 import pytest
 
-from anonymask.models.inpaint.aligned import AlignedMedianInpainter, chain_maps, step_homographies
+from anonymask.models.align import chain_maps, step_homographies
+from anonymask.models.inpaint.aligned import AlignedMedianInpainter
 from anonymask.models.inpaint.backends import EMPTY_FILL, get_inpainter
 
 WALKER, FOLLOWED = (255, 0, 255), (0, 255, 0)
