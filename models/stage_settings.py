@@ -249,7 +249,7 @@ LAYOUT_VERSIONS = {"render": 2, "segment": 2, "tubelets": 2}
 #: stages whose results changed to close a privacy leak: the version joins their hash, so a store
 #: computed by older code is recomputed from that stage on instead of keeping a person the old
 #: code left visible. pose4d 2: still people found by the anchored scan (issue 8b) and a person
-#: found late behind someone held before (``hold_start``); 3: a face is explained only by an
+#: found late behind someone held before (``bridge_before_late_start``); 3: a face is explained only by an
 #: avatar head on it, not by any person's box around it (a close-up's face was left to the fill).
 #: inpaint 2: the opencv backend no longer returns a frame that is all hole unchanged.
 PRIVACY_VERSIONS = {"pose4d": 3, "inpaint": 2}

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.models.body.tracks import hold_ends
+from anonymask.models.body.tracks import hold_edge_poses
 from anonymask.models.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, alive, span_of
@@ -59,7 +59,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             shown = np.zeros(len(pose_boxes[j]), bool)
             shown[tr.start : tr.stop] = tr.valid
             yielded[j] = np.isfinite(pose_boxes[j][:, 0]) & ~shown
-    tracks = [hold_ends(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots,
+    tracks = [hold_edge_poses(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots,
                         y) for tr, av, k, y in zip(tracks, avatars, kinds, yielded)]
     t_len = entry.num_frames
     n = len(tracks)

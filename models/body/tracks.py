@@ -285,7 +285,7 @@ class SMPLHTrack:
         )
 
 
-def hold_ends(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]],
+def hold_edge_poses(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]],
               yielded: np.ndarray | None = None) -> SMPLHTrack:
     """``track`` with its first pose held ``frames`` frames before its first valid frame and its
     last pose ``frames`` frames after its last one, within the shot each end lies in (``shots``:

@@ -16,7 +16,7 @@ from anonymask.models.geometry import inside_frame
 from anonymask.models.pose.settings import BridgeSettings
 
 
-def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
+def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
              settings: BridgeSettings, read_frames) -> None:
     """A person does not vanish in the middle of the frame: a track whose last box lies inside the
     frame (farther than ``settings.edge`` of its size from every border) but ends before the video does is
@@ -48,13 +48,13 @@ def hold_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], fra
             from anonymask.models.pose.follow import follow_moving
 
             # past the walk-on (follow_moving sets those frames' boxes): the avatar stays held
-            _hold_pose(track, last, follow_moving(boxes, gap, last, read_frames, threshold=follow,
+            _repeat_pose(track, last, follow_moving(boxes, gap, last, read_frames, threshold=follow,
                                                         frames=settings.follow_frames))
         return
-    _hold(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
+    _repeat_box_and_pose(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
 
 
-def hold_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,
+def bridge_before_late_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,
                settings: BridgeSettings) -> None:
     """A person found late while overlapping someone else was most likely there before, half
     hidden behind that person or merged with them in the detector's eyes (a woman half behind
@@ -63,7 +63,7 @@ def hold_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, fr
     (M,T,4) boxes of the other people (NaN where absent); overlapping = at least ``min_overlap``
     of the first box's area inside one of their boxes at that frame. A person appearing in the
     open (entering from behind a tree, a door) is not held: there is nobody to have hidden them,
-    and an avatar there would stand where nobody is seen. In place, like :func:`hold_end`."""
+    and an avatar there would stand where nobody is seen. In place, like :func:`bridge_after_end`."""
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0 or seen[0] == 0:
         return
@@ -76,18 +76,18 @@ def hold_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, fr
         iw = max(0.0, min(b[2], o[2]) - max(b[0], o[0]))
         ih = max(0.0, min(b[3], o[3]) - max(b[1], o[1]))
         if iw * ih >= settings.start_overlap * area:
-            _hold(track, boxes, gap, first, slice(max(0, first - int(frames)), first))
+            _repeat_box_and_pose(track, boxes, gap, first, slice(max(0, first - int(frames)), first))
             return
 
 
-def _hold(track, boxes: np.ndarray, gap: np.ndarray, src: int, held: slice) -> None:
+def _repeat_box_and_pose(track, boxes: np.ndarray, gap: np.ndarray, src: int, held: slice) -> None:
     """Frames ``held`` take frame ``src``'s box and pose, as bridged frames."""
     boxes[held] = boxes[src]
     gap[held] = True
-    _hold_pose(track, src, held)
+    _repeat_pose(track, src, held)
 
 
-def _hold_pose(track, src: int, held) -> None:
+def _repeat_pose(track, src: int, held) -> None:
     """Frames ``held`` (a slice or indices) take frame ``src``'s pose and place; the avatar is drawn there."""
     for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose", "transl"):
         arr = getattr(track, key)
@@ -95,7 +95,7 @@ def _hold_pose(track, src: int, held) -> None:
     track.valid[held] = True
 
 
-def extend_at_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
+def bridge_across_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
                      settings: BridgeSettings) -> None:
     """A person entering or leaving through a border is partly in the frame for a few frames
     before the landmark model finds them and after it lets them go (a quarter of a body at

@@ -49,7 +49,7 @@ class _Track:
     roi: tuple | None = None
     ref: tuple | None = None  # (detection with its mask, frame crop of its region) last seen for real
     sight: tuple | None = None  # (window around that region, frame crop of the window) at that sighting
-    held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold)
+    held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold_still_people)
 
     def predict(self, t: int) -> np.ndarray:
         if self.prev_box is None or self.box is None:
@@ -58,7 +58,7 @@ class _Track:
         return self.box + v * min(t - self.last_t, 3)
 
     def seen(self, frame: np.ndarray, d: Detection, reach: float) -> None:
-        """Remember a real sighting (what :meth:`PersonDiscovery._hold` compares later frames
+        """Remember a real sighting (what :meth:`PersonDiscovery._hold_still_people` compares later frames
         with): the detection with its mask, the frame in its region, and the frame in a window
         ``reach`` x their height around it."""
         h, w = frame.shape[:2]
@@ -179,7 +179,7 @@ class PersonDiscovery:
         self.t = 0
         self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0, "hold": 0}
 
-    def _hold(self, frame: np.ndarray, t: int, dets: list[Detection]) -> list[int]:
+    def _hold_still_people(self, frame: np.ndarray, t: int, dets: list[Detection]) -> list[int]:
         """Tracks lost in frame t whose person is still there: the visible part of their last mask
         (not covered by anyone found in t) looks as it did when they were last seen (mean absolute
         difference <= ``hold_tol`` grey levels over >= 30% of the mask). A person who stands still
@@ -389,7 +389,7 @@ class PersonDiscovery:
             if tr.roi is None:
                 tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf)
         dets, ids = tracked + new, tracked_ids + new_ids
-        for tid in (self._hold(frame, t, dets) if self.hold else []):
+        for tid in (self._hold_still_people(frame, t, dets) if self.hold else []):
             d = by_id[tid].frames[t]
             dets.append(d)
             ids.append(tid)

@@ -22,7 +22,7 @@ import numpy as np
 from anonymask.errors import NoPersonError
 from anonymask.models.body.tracks import Camera, SMPLHTrack
 from anonymask.models.geometry import fill_gaps
-from anonymask.models.pose.bridge import extend_at_border, hold_end, hold_start
+from anonymask.models.pose.bridge import bridge_across_border, bridge_after_end, bridge_before_late_start
 from anonymask.models.pose.face_people import add_face_people
 from anonymask.models.pose.fallback import box_track
 from anonymask.models.pose.fit import FitConfig
@@ -171,11 +171,11 @@ def bridge(people: list[Person], raw_boxes: list[np.ndarray], hw: tuple[int, int
     for p in people:
         t_len = len(p.boxes)
         full = p.track.window(0, t_len)
-        hold_end(full, p.boxes, p.gap, hw, n, settings.bridge, read_frames)
+        bridge_after_end(full, p.boxes, p.gap, hw, n, settings.bridge, read_frames)
         others = [raw_boxes[i] for i in range(len(raw_boxes)) if i not in p.raw_ids]
-        hold_start(full, p.boxes, p.gap, np.stack(others or [np.full((t_len, 4), np.nan, np.float32)]), n,
+        bridge_before_late_start(full, p.boxes, p.gap, np.stack(others or [np.full((t_len, 4), np.nan, np.float32)]), n,
                    settings.bridge)
-        extend_at_border(full, p.boxes, p.gap, hw, n, settings.bridge)
+        bridge_across_border(full, p.boxes, p.gap, hw, n, settings.bridge)
         p.track = full.compact()
 
 

@@ -3,7 +3,7 @@
 A person leaving the frame is often seen last from the hips down (the
 landmark model let a passer-by in street footage go with legs and hips in view). No offline model here
 finds legs, nor do the audit's detectors, so the walk-on of
-:func:`anonymask.models.pose.estimate.hold_end` (a box carried on at the person's last speed) was
+:func:`anonymask.models.pose.bridge.bridge_after_end` (a box carried on at the person's last speed) was
 all that removed them; the legs outpaced it and were shown (docs/RESULTS.md).
 
 Past the walk-on, each frame is compared with the frame ``lag`` before, aligned onto it by a

@@ -7,7 +7,7 @@ from anonymask.models.body.tracks import (
     Camera,
     SMPLHTrack,
     axis_angle_to_rotmat,
-    hold_ends,
+    hold_edge_poses,
     upright_orient,
 )
 
@@ -103,9 +103,9 @@ def test_a_compact_track_holds_its_own_frames_and_reads_the_same_over_the_video(
         c.window(4, 2)
 
 
-def test_hold_ends_holds_the_edge_poses_within_the_shot():
+def test_hold_edge_poses_holds_the_edge_poses_within_the_shot():
     tr = _track(5).at(10)  # valid: video frames 10, 12, 13 (rows 0, 2, 3)
-    held = hold_ends(tr, 2, [(0, 11), (11, 30)])
+    held = hold_edge_poses(tr, 2, [(0, 11), (11, 30)])
     # the first valid frame (10) lies in shot 0..10: held back to 8; the last (13) in 11..29: to 15
     assert (held.start, held.stop) == (8, 16)
     assert held.valid.tolist() == [True, True, True, False, True, True, True, True]
@@ -113,15 +113,15 @@ def test_hold_ends_holds_the_edge_poses_within_the_shot():
     assert np.array_equal(held.body_pose[6:], tr.body_pose[[3, 3]])  # frame 13's pose, held
     assert np.array_equal(held.global_orient[2:6], tr.global_orient[0:4])
     # never across a cut, never before the video
-    assert hold_ends(tr, 2, [(0, 10), (10, 14), (14, 30)]).start == 10
-    assert hold_ends(tr, 2, [(0, 10), (10, 14), (14, 30)]).stop == 14
-    assert hold_ends(tr.at(1), 3, [(0, 30)]).start == 0
-    assert hold_ends(tr, 0, [(0, 30)]) is tr
+    assert hold_edge_poses(tr, 2, [(0, 10), (10, 14), (14, 30)]).start == 10
+    assert hold_edge_poses(tr, 2, [(0, 10), (10, 14), (14, 30)]).stop == 14
+    assert hold_edge_poses(tr.at(1), 3, [(0, 30)]).start == 0
+    assert hold_edge_poses(tr, 0, [(0, 30)]) is tr
     never = tr.slice(slice(0, 5)).invalid()
-    assert hold_ends(never, 2, [(0, 30)]).valid.sum() == 0
+    assert hold_edge_poses(never, 2, [(0, 30)]).valid.sum() == 0
 
 
-def test_hold_ends_does_not_hold_into_frames_where_the_body_yielded():
+def test_hold_edge_poses_does_not_hold_into_frames_where_the_body_yielded():
     """carphone: a body found on the man from frame 45 had yielded to the face avatar at 42-44;
     its first pose, held two frames back, stood over the face avatar's shoulder there."""
     tr = SMPLHTrack.rest(0, 30)
@@ -129,9 +129,9 @@ def test_hold_ends_does_not_hold_into_frames_where_the_body_yielded():
     tr.valid[12:20] = True
     yielded = np.zeros(30, bool)
     yielded[10:12] = True  # just before its first shown frame
-    held = hold_ends(tr, 3, [(0, 30)], yielded)
+    held = hold_edge_poses(tr, 3, [(0, 30)], yielded)
     assert held.start == 12 and held.stop == 23  # the end is held, the start is not
     yielded[:] = False
     yielded[8] = True  # further back than the hold reaches: no effect
-    held = hold_ends(tr, 3, [(0, 30)], yielded)
+    held = hold_edge_poses(tr, 3, [(0, 30)], yielded)
     assert held.start == 9 and held.stop == 23

@@ -46,7 +46,7 @@ def test_smooth_boxes_keeps_absent_frames_absent():
 
 def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import hold_end
+    from anonymask.models.pose.bridge import bridge_after_end
 
     boxes = np.full((10, 4), np.nan, np.float32)
     boxes[:6] = [100, 50, 140, 150]
@@ -54,14 +54,14 @@ def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
     tr = SMPLHTrack.rest(0, 10)
     tr.valid[6:] = False
     tr.transl[:6] = [0.1, 0.2, 3.0]
-    hold_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
+    bridge_after_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
     assert gap.tolist() == [False] * 6 + [True] * 3 + [False] and tr.valid.tolist() == [True] * 9 + [False]
     assert np.allclose(boxes[8], [100, 50, 140, 150]) and np.isnan(boxes[9]).all()
     assert np.allclose(tr.transl[8], [0.1, 0.2, 3.0])
     edge = np.full((10, 4), np.nan, np.float32)
     edge[:6] = [0, 50, 40, 150]  # leaving through the left border
     g2 = np.zeros(10, bool)
-    hold_end(SMPLHTrack.rest(0, 10), edge, g2, (240, 320), 3, BridgeSettings(), None)
+    bridge_after_end(SMPLHTrack.rest(0, 10), edge, g2, (240, 320), 3, BridgeSettings(), None)
     assert not g2.any() and np.isnan(edge[6:]).all()
 
 
@@ -71,7 +71,7 @@ def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
     moving keeps its avatar held but the box removed spans the last box and the box carried on at
     its speed; one that barely moves is held in place."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import hold_end
+    from anonymask.models.pose.bridge import bridge_after_end
 
     def track(speed):  # 40 px wide, 100 px tall, seen in frames 0-5, walking right at ``speed`` px/frame
         b = np.full((10, 4), np.nan, np.float32)
@@ -83,15 +83,15 @@ def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
         return tr, b, np.zeros(10, bool)
 
     tr, boxes, gap = track(10.0)
-    hold_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
+    bridge_after_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
     assert gap.tolist() == [False] * 6 + [True] * 3 + [False]
     assert np.allclose(boxes[8], [150, 50, 220, 150]) and np.allclose(tr.transl[8], tr.transl[5])  # avatar held
     tr, boxes, gap = track(60.0)  # fast: the moved box leaves the frame, the last box stays removed
-    hold_end(tr, boxes, gap, (240, 480), 4, BridgeSettings(), None)
+    bridge_after_end(tr, boxes, gap, (240, 480), 4, BridgeSettings(), None)
     assert gap[6:10].all() and np.allclose(boxes[6], [400, 50, 500, 150]) and np.allclose(boxes[9], boxes[5])
     assert np.allclose(tr.transl[9], tr.transl[5])
     tr, boxes, gap = track(1.0)  # 1 px a frame: swaying, not walking
-    hold_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
+    bridge_after_end(tr, boxes, gap, (240, 320), 3, BridgeSettings(), None)
     assert np.allclose(boxes[8], boxes[5]) and gap[6:9].all()
 
 
@@ -99,7 +99,7 @@ def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_
     """hard_three: the woman behind the man is found at frame 5; frames 0-4 showed her. Sports2D:
     the walker stepping out from behind a tree was hidden before: no avatar there."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import hold_start
+    from anonymask.models.pose.bridge import bridge_before_late_start
 
     def late_track():
         boxes = np.full((10, 4), np.nan, np.float32)
@@ -112,7 +112,7 @@ def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_
     man = np.full((1, 10, 4), np.nan, np.float32)
     man[0, :] = [80, 40, 125, 160]  # covers the woman's left part (25 of 40 px)
     tr, boxes, gap = late_track()
-    hold_start(tr, boxes, gap, man, 3, BridgeSettings())
+    bridge_before_late_start(tr, boxes, gap, man, 3, BridgeSettings())
     assert gap.tolist() == [False] * 2 + [True] * 3 + [False] * 5 and tr.valid.tolist() == [False] * 2 + [True] * 8
     assert np.allclose(boxes[2], [100, 50, 140, 150]) and np.isnan(boxes[1]).all()
     assert np.allclose(tr.transl[2], [0.1, 0.2, 3.0])
@@ -120,7 +120,7 @@ def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_
     far[0, :] = [200, 40, 245, 160]  # someone elsewhere in the frame
     for others in (far, np.full((0, 10, 4), np.nan, np.float32)):
         tr, boxes, gap = late_track()
-        hold_start(tr, boxes, gap, others, 3, BridgeSettings())
+        bridge_before_late_start(tr, boxes, gap, others, 3, BridgeSettings())
         assert not gap.any() and np.isnan(boxes[:5]).all() and not tr.valid[:5].any()
 
 
@@ -128,7 +128,7 @@ def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and
     """hard_enter_leave: the walker is a quarter body at the right edge for 7 frames after the
     landmark model lets them go (and at the left edge before it finds them)."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import extend_at_border
+    from anonymask.models.pose.bridge import bridge_across_border
 
     def walker(frames, x_first):  # 80 px wide, walking right at 20 px/frame
         b = np.full((20, 4), np.nan, np.float32)
@@ -140,18 +140,18 @@ def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and
         return b, np.zeros(20, bool), tr
 
     b, gap, tr = walker(range(4, 12), 100)  # leaves: x 240..320 in frame 11
-    extend_at_border(tr, b, gap, (240, 320), 10, BridgeSettings())
+    bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
     assert gap.tolist() == [False] * 12 + [True] * 3 + [False] * 5  # until x0 reaches 320
     assert tr.valid[12:15].all() and not tr.valid[15:].any()
     assert np.allclose(b[14], [300, 50, 380, 150]) and np.isclose(tr.transl[14, 0], 1.4)
     b, gap, tr = walker(range(5, 13), -40)  # enters: x -40..40 in frame 5
-    extend_at_border(tr, b, gap, (240, 320), 10, BridgeSettings())
+    bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
     assert gap.tolist() == [False] * 4 + [True] + [False] * 15 and np.allclose(b[4], [-60, 50, 20, 150])
     b, gap, tr = walker(range(5, 13), 60)  # inside the frame at both ends: nothing to extend
-    extend_at_border(tr, b, gap, (240, 320), 10, BridgeSettings())
+    bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
     assert not gap.any()
     b, gap, tr = walker(range(5, 13), 60)
     b[5:13] = [280, 50, 320, 150]  # at the right border, flattening as they go (bottom fixed)
     b[8:13, 1] = [100, 120, 135, 145, 149]
-    extend_at_border(tr, b, gap, (240, 320), 10, BridgeSettings())
+    bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
     assert not gap[13:].any()  # extrapolated, the top would pass the bottom: no upside-down box

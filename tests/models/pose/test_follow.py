@@ -41,7 +41,7 @@ def clip(pan: float = 0.0, speed: float = 8.0, size: int = 1) -> np.ndarray:
 
 def lost_walker(last: int = 3, walk: int = 3):
     """Boxes of a walker seen in frames 0..``last`` (their box covers the legs and the body above,
-    cut by the frame's top), then ``walk`` walk-on frames as hold_end draws them: the last box
+    cut by the frame's top), then ``walk`` walk-on frames as bridge_after_end draws them: the last box
     joined with it carried on at 4 px a frame (the walker is faster: they outpace it)."""
     boxes = np.full((T, 4), np.nan, np.float32)
     for t in range(last + 1):
@@ -125,10 +125,10 @@ def test_follow_is_bounded_by_frames_and_the_shot():
 
 
 def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
-    """Through hold_end (the walk-on, then the follow): the followed frames are bridged and the
+    """Through bridge_after_end (the walk-on, then the follow): the followed frames are bridged and the
     avatar is held at the last sighting, so the hole has an avatar on it (no 'erased' person)."""
     from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import hold_end
+    from anonymask.models.pose.bridge import bridge_after_end
     from anonymask.models.pose.settings import BridgeSettings
 
     video = clip()
@@ -140,11 +140,11 @@ def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     tr.valid[4:] = False
     tr.transl[:4] = np.arange(4)[:, None] * [0.05, 0, 0] + [0, 0, 3]
     gap = np.zeros(T, bool)
-    hold_end(tr, boxes, gap, (H, W), 3, BridgeSettings(follow_motion=25.0), reader(video))
+    bridge_after_end(tr, boxes, gap, (H, W), 3, BridgeSettings(follow_motion=25.0), reader(video))
     walked = np.nonzero(gap)[0]
     assert walked[0] == 4 and walked[-1] > 7  # walk-on 4-6, then followed
     assert tr.valid[walked].all() and np.allclose(tr.transl[walked], tr.transl[3])
     gap2, boxes2, tr2 = np.zeros(T, bool), boxes.copy(), SMPLHTrack.rest(0, T)
     boxes2[4:] = np.nan
-    hold_end(tr2, boxes2, gap2, (H, W), 3, BridgeSettings(), None)  # without frames: the walk-on only
+    bridge_after_end(tr2, boxes2, gap2, (H, W), 3, BridgeSettings(), None)  # without frames: the walk-on only
     assert np.nonzero(gap2)[0].tolist() == [4, 5, 6]

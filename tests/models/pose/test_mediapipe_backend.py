@@ -68,7 +68,7 @@ def test_mediapipe_backend_on_real_video(body, pose_settings):
 def test_nobody_is_carried_across_a_cut(body, pose_settings):
     """People seen before a cut are not held, followed or extended into the next shot (a scene
     with nobody): :func:`estimate_people_by_shot` runs each shot on its own. The whole clip as one
-    shot holds them there (``hold_end``), which is what the test guards against."""
+    shot holds them there (``bridge_after_end``), which is what the test guards against."""
     import cv2
 
     from anonymask.models.pose.estimate import estimate_people_by_shot

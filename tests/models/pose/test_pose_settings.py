@@ -17,7 +17,7 @@ from anonymask.models.stage_settings import validate_stage
 PASSES = [
     estimate.estimate_people, estimate.estimate_people_by_shot, estimate.discover, estimate.backfill,
     estimate.associate, estimate.fit_people, estimate.bridge, estimate.assemble, estimate.fit_over_spans,
-    bridge.hold_end, bridge.hold_start, bridge.extend_at_border, face_people.add_face_people,
+    bridge.bridge_after_end, bridge.bridge_before_late_start, bridge.bridge_across_border, face_people.add_face_people,
     face_people.yield_to_face, face_people.yield_parts_to_face, link_tracks, add_limbs,
     PersonDiscovery.__init__, OnlineTracker.__init__, faces.unexplained_faces, faces.FaceFinder.__init__,
     faces.FaceBodyMask.__init__, faces.FaceBodyMask.confirms, scan.PoseScanner.__init__, scan.PersonEvidence.__init__,
