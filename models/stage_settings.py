@@ -36,6 +36,9 @@ class IngestSettings(StageSettings):
     max_bad_frames: int = Field(0, ge=0, description="decode errors + lost frames tolerated")
     cut_threshold: float = Field(0.4, ge=0.0, le=1.0, description="colour-histogram change that marks a cut "
                                                                   "between shots (models/shots.py); 0: one shot")
+    cut_structure: float = Field(0.3, ge=0.0, le=2.0, description="change of the grey thumbnail's layout (1 - "
+                                                                  "correlation) that also marks a cut: two views of "
+                                                                  "one room share their colours; 0: colours only")
 
 
 class Pose4dSettings(StageSettings):

@@ -7,9 +7,9 @@ applied, fps comes from the frames' timestamps (variable-frame-rate files), and 
 lost frames are counted per video: more than ``ingest.max_bad_frames`` of them fail the video
 with the file and the frame ranges named.
 
-Hard cuts are found while decoding (models/shots.py, ``ingest.cut_threshold``) and stored as
-``shots`` ((S, 2) int32, [start, stop) per shot): later stages do not carry people or background
-across a cut.
+Hard cuts are found while decoding (models/shots.py, ``ingest.cut_threshold``,
+``ingest.cut_structure``) and stored as ``shots`` ((S, 2) int32, [start, stop) per shot): later
+stages do not carry people or background across a cut.
 
 For datasets with ground truth (the synthetic demo data) it also copies the ground truth into
 ``gt/*`` so every later metric reads it from the store.
@@ -56,7 +56,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     cap, max_bad = cfg["max_frames"], cfg["max_bad_frames"]
     fw = None
     hw = None
-    cuts = CutDetector(cfg["cut_threshold"])
+    cuts = CutDetector(cfg["cut_threshold"], cfg["cut_structure"])
     with VideoStream(info.path, allow_odd=True) as vs:
         declared = vs.report.declared_frames
         for batch in vs.batches(BATCH, max_frames=cap):

