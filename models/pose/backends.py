@@ -64,7 +64,7 @@ class MediapipePose:
                  faces: bool = True, iterations: int = 150, anchor: bool = True, face_heads: bool = True,
                  w_3d: float = 0.25, scan_rotate: int = 2,
                  hold_motion: float = 30.0, follow_motion: float = 25.0, limb_conf: float = 0.1,
-                 parts_yield: bool = True):
+                 parts_yield: bool = True, verify: bool = True, verify_options: dict[str, Any] | None = None):
         """``anchor``: the scan also accepts a person on a region the landmark model is sure of
         (flag >= 0.75) when the regions it predicts from there drift off them (a thin person in
         front of a big object), provided the landmarks agree with the first look and stay put when
@@ -97,6 +97,9 @@ class MediapipePose:
         ``parts_yield``: a small body the landmark model drew on a close-up's face person (on their
         chest or hair) is not drawn there; its pixels stay removed (models/pose/estimate.py
         ``yield_parts_to_face``); False: drawn, as before 2026-11-26.
+        ``verify``: a raw track is dropped (no avatar, its pixels not removed) when its life shows
+        no evidence of a person (models/pose/verify.py; thresholds: ``verify_options``, the fields
+        of ``VerifySettings``); False: every track is kept, as before 2026-11-26.
         """
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.options = dict(min_visible_frames=min_visible_frames, max_gap=max_gap, link_gap=link_gap,
@@ -108,6 +111,9 @@ class MediapipePose:
                             parts_yield=bool(parts_yield))
         self.iterations = iterations
         self.w_3d = float(w_3d)
+        from anonymask.models.pose.verify import VerifySettings
+
+        self.verify = VerifySettings(enabled=bool(verify), **dict(verify_options or {}))
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model
@@ -120,7 +126,8 @@ class MediapipePose:
         write_window, paint_frame = io.instance_outputs()
         opts = dict(self.options, min_visible_frames=min(self.options["min_visible_frames"], io.shape[0]))
         common = dict(paint_frame=paint_frame, detector=get_detector(self.detector, **self.detector_options),
-                      fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source, **opts)
+                      fit=FitConfig(iterations=self.iterations, w_3d=self.w_3d), source=io.source,
+                      verify=self.verify, **opts)
         try:
             if io.shots and len(io.shots) > 1:  # shot by shot: nobody is carried across a cut
                 res = estimate_people_by_shot(io.shots, io.shape, get_body_model().rest_joints(), write_window,

@@ -21,6 +21,7 @@ from anonymask.models.pose.fallback import box_track
 from anonymask.models.pose.fit import FitConfig
 from anonymask.models.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
 from anonymask.models.pose.link import link_tracks
+from anonymask.models.pose.verify import REJECTED_TRACK
 
 #: how a track's avatar was obtained (``pose/kinds``)
 POSED, FALLBACK_BOX, FALLBACK_FACE = 0, 1, 2
@@ -71,6 +72,7 @@ def estimate_people(
     follow_motion: float = 25.0,
     limb_conf: float = 0.5,
     parts_yield: bool = True,
+    verify=None,
 ) -> PoseResult:
     """Tracks of every person the multi-person detector finds, streamed over frame windows.
 
@@ -104,6 +106,8 @@ def estimate_people(
     (models/pose/discover.py ``add_limbs``).
     ``parts_yield``: a small body drawn on a face person (on their chest or hair) is not drawn
     where it lies on them (:func:`yield_parts_to_face`).
+    ``verify``: ``VerifySettings`` of the pass that drops raw tracks with no evidence of being a
+    person (models/pose/verify.py): not fitted, no avatar, ``instance_track`` REJECTED_TRACK; None: off.
     """
     from anonymask.models.pose.discover import PersonDiscovery, fill_gaps
 
@@ -122,12 +126,15 @@ def estimate_people(
             if paint_frame is not None:
                 paint_frame(t, d, tid)
     raw_boxes = disc.track_boxes(t_len)
+    diag: dict[str, float] = {}
+    rejected = _verify_hook(disc, raw_boxes, (h, w), t_len, verify, diag)
     need = max(1, min(int(min_visible_frames), t_len))
     mapping = mapping_arrays(MEDIAPIPE_TO_SMPLH)
-    tracks, boxes, gaps, kinds, diag = [], [], [], [], {}
-    lut: list[int] = [-1] * len(raw_boxes)
+    tracks, boxes, gaps, kinds = [], [], [], []
+    lut: list[int] = [REJECTED_TRACK if i in rejected else -1 for i in range(len(raw_boxes))]
     body = None
     groups = link_tracks(raw_boxes, (h, w), int(link_gap)) if link_gap else [[i] for i in range(len(raw_boxes))]
+    groups = [g for g in groups if not rejected.issuperset(g)]
     diag["linked_tracks"] = float(sum(len(g) - 1 for g in groups))
     # each group's landmarks over its own span (first to last box: memory grows with the people's
     # own frames, not tracks x video length, docs/SCALING.md), then every person posed in a few
@@ -233,6 +240,20 @@ def estimate_people(
     res.gap = np.stack(gaps)
     res.kinds = kinds_arr
     return res
+
+
+def _verify_hook(disc, raw_boxes: list, hw: tuple[int, int], t_len: int, settings, diag: dict) -> set[int]:
+    """The verification pass (models/pose/verify.py) over discovery's raw tracks: the rejected
+    ones lose their boxes (nothing links to them or is fitted) and are returned."""
+    if settings is None or not settings.enabled:
+        return set()
+    from anonymask.models.pose.verify import verify_discovery
+
+    rejected, info = verify_discovery(disc.tracker.tracks, hw, t_len, settings)
+    for i in rejected:
+        raw_boxes[i][:] = np.nan
+    diag.update(info)
+    return rejected
 
 
 def yield_to_face(tracks: list, boxes: list, kinds: list, f: int, face_boxes: np.ndarray,
@@ -571,7 +592,7 @@ def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int,
         boxes.append(np.pad(res.boxes, pad + ((0, 0),), constant_values=np.nan))
         gaps.append(np.pad(res.gap, pad, constant_values=False))
         kinds.append(res.kinds)
-        luts.append(np.where(res.instance_track >= 0, res.instance_track + first, -1))
+        luts.append(np.where(res.instance_track >= 0, res.instance_track + first, res.instance_track))
         raw_off += len(res.instance_track)
         for key, v in res.diagnostics.items():
             per_track = re.fullmatch(r"track(\d+)_(.+)", key)
