@@ -91,6 +91,9 @@ class SegmentSettings(StageSettings):
     static_extend: float = Field(0.5, gt=0.0, le=1.0, description="share of a static_window block's frames a "
                                  "pixel must be in the mask to join a still region it touches (hysteresis: the "
                                  "detector loses a still person's head or feet for a while when someone passes)")
+    static_reach: float = Field(0.3, ge=0.0, description="how far (a share of the still part's height) such a "
+                                "pixel may lie from it: a lost head or foot is next to its body, clutter seen "
+                                "now and then beyond that stays out")
     replace_margin: int = Field(3, ge=0, description="px an avatar may miss its person by (replaced_min)")
     static_window: int = Field(WINDOW_FRAMES, ge=2, description="frames per block that decides who stands still")
     # 16, not 64: a window holds each alive track's masks (60-s scaling video: peak 1.73 GiB at
@@ -246,8 +249,10 @@ def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
 #: stages whose stored layout changed: the version joins their hash, so a store written by older
 #: code is recomputed (not misread). 2: per-track arrays over each track's own frames
 #: (storage/tracks.py); tubelets 2: each tubelet over its person's frames plus ``context``, not
-#: the whole video (tasks/tubelets.py).
-LAYOUT_VERSIONS = {"render": 2, "segment": 2, "tubelets": 2}
+#: the whole video (tasks/tubelets.py); pose4d 2: ``pose/instance_track`` may hold REJECTED_TRACK
+#: (-2, a raw track verified not to be a person, models/pose/verify.py), which segment treats as
+#: background.
+LAYOUT_VERSIONS = {"pose4d": 2, "render": 2, "segment": 2, "tubelets": 2}
 
 #: stages whose results changed to close a privacy leak: the version joins their hash, so a store
 #: computed by older code is recomputed from that stage on instead of keeping a person the old

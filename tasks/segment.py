@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from anonymask.models.pose.verify import REJECTED_TRACK
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, read_spans, read_window
 from anonymask.storage.windows import frame_windows, video_shots
@@ -72,13 +73,22 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     raw = entry.array("raw")
     t_len, h, wd = raw.shape[:3]
     segmenter = stage_backend("segment", cfg)
-    inputs = SegmentInputs(frames=lambda a, z: np.asarray(raw[a:z]),
-                           stored=lambda name, a, z: entry.read(name, slice(a, z)) if entry.has_array(name) else None)
     sil_spans = read_spans(entry, "render/track_masks")
     n = int(sil_spans.shape[0])
     has_inst = entry.has_array("pose/instances")
     lut = entry.read("pose/instance_track") if has_inst else None
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+
+    def stored(name: str, a: int, z: int):
+        if not entry.has_array(name):
+            return None
+        out = entry.read(name, slice(a, z))
+        if name == "pose/person_prob" and lut is not None and (lut == REJECTED_TRACK).any():
+            out = without_rejected(out, np.asarray(entry.array("pose/instances")[a:z]), lut, boxes, a,
+                                   cfg["box_margin"])
+        return out
+
+    inputs = SegmentInputs(frames=lambda a, z: np.asarray(raw[a:z]), stored=stored)
     fill = None
     if boxes is not None:
         fill = np.ones(boxes.shape[:2], bool) if cfg["box_fill"] else (
@@ -103,7 +113,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         cuts): unflicker and the still-person margin never reach across a cut, where a mask of
         the other shot would become a hole with no avatar on it."""
         for s0, s1 in video_shots(entry):
-            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px, cfg["static_extend"])
+            stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px, cfg["static_extend"],
+                                  cfg["static_reach"])
             for win in frame_windows(s1 - s0, win_frames, context=b):  # context for unflicker
                 yield s0, stills, win
 
@@ -171,7 +182,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 class StillRegions:
     """Where someone stands still, per block of ``block`` frames: the pixels in the mask in at
     least ``frac`` of the block's frames (and ``context`` frames either side), with the pixels in it
-    in at least ``extend`` of them that touch those. The temporal median
+    in at least ``extend`` of them that touch those, within ``reach`` x their height. The temporal median
     never sees past a still person's outline, so these pixels get ``pixels`` more margin in every
     frame of the block.
 
@@ -181,10 +192,10 @@ class StillRegions:
     """
 
     def __init__(self, t_len: int, block: int, context: int, thr: float, frac: float, pixels: int,
-                 extend: float):
+                 extend: float, reach: float):
         self.t_len, self.block, self.context = int(t_len), max(1, int(block)), int(context)
         self.thr, self.frac, self.pixels = float(thr), float(frac), int(pixels)
-        self.extend = min(float(extend), self.frac)
+        self.extend, self.reach = min(float(extend), self.frac), float(reach)
         self._cache: dict[int, np.ndarray | None] = {}
 
     def span(self, k: int) -> tuple[int, int]:
@@ -205,8 +216,13 @@ class StillRegions:
             still = None if share is None else share >= self.frac
             if still is not None and still.any() and self.extend < self.frac:
                 # hysteresis: the pixels in the mask in >= ``extend`` of the frames that touch a
-                # still core join it (a still person's head or feet that the detector lost for a while)
-                n_ext, ext = cv2.connectedComponents((share >= self.extend).view(np.uint8), connectivity=8)
+                # still core join it (a still person's head or feet that the detector lost for a
+                # while), within ``reach`` x the core part's height of it (not clutter beyond)
+                n_c, lab, st, _ = cv2.connectedComponentsWithStats(still.view(np.uint8), connectivity=8)
+                near = np.zeros_like(still)
+                for c in range(1, n_c):
+                    near |= grow(lab == c, int(round(self.reach * st[c, cv2.CC_STAT_HEIGHT])))
+                n_ext, ext = cv2.connectedComponents(((share >= self.extend) & near).view(np.uint8), connectivity=8)
                 cores = np.zeros(n_ext, bool)
                 cores[ext[still]] = True
                 cores[0] = False
@@ -267,6 +283,22 @@ def alpha_spans(entry: VideoEntry, sil_spans: np.ndarray, lut: np.ndarray | None
     for j in range(n):
         if first[j] < last[j]:
             out[j] = max(0, first[j] - unflicker), min(t_len, last[j] + unflicker)
+    return out
+
+
+def without_rejected(prob: np.ndarray, labels: np.ndarray, lut: np.ndarray, boxes: np.ndarray | None, t0: int,
+                     margin: float) -> np.ndarray:
+    """``pose/person_prob`` of frames t0.. with the pixels owned by raw tracks pose4d's verification
+    rejected (``instance_track`` REJECTED_TRACK: clutter, not a person) set to 0, except inside the
+    boxes (grown by ``margin``) of the people kept in that frame: a person passing in front of the
+    clutter may own less probability there than the clutter's track, and stays removed."""
+    rej = lut_map(labels, lut) == REJECTED_TRACK
+    if not rej.any():
+        return prob
+    if boxes is not None and len(boxes):
+        rej &= ~_gap_boxes(rej.shape, boxes, np.ones(boxes.shape[:2], bool), t0, margin)
+    out = prob.copy()
+    out[rej] = 0
     return out
 
 

@@ -31,6 +31,7 @@ from anonymask.models.pose.settings import (
     LinkSettings,
     MediapipePoseSettings,
     ScanSettings,
+    VerifySettings,
 )
 from anonymask.models.registry import register
 
@@ -84,6 +85,7 @@ class MediapipePose:
         discover: DiscoverSettings = DiscoverSettings(),
         scan: ScanSettings = ScanSettings(),
         evidence: EvidenceSettings = EvidenceSettings(),
+        verify: VerifySettings = VerifySettings(),
         link: LinkSettings = LinkSettings(),
         confirm: ConfirmSettings = ConfirmSettings(),
         fit: FitSettings = FitSettings(),
@@ -96,7 +98,8 @@ class MediapipePose:
         person detector (``mediapipe``, or the weight-backed ``rcnn``) with its options."""
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.settings = MediapipePoseSettings(max_gap=max_gap, discover=discover, scan=scan, evidence=evidence,
-                                              link=link, confirm=confirm, fit=fit, bridge=bridge, faces=faces)
+                                              verify=verify, link=link, confirm=confirm, fit=fit, bridge=bridge,
+                                              faces=faces)
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.body.model import get_body_model

@@ -8,8 +8,8 @@ Camera: principal point at the centre, focal length from an assumed horizontal f
 (datasets rarely ship intrinsics for their RGB videos).
 
 Person discovery is a sequence of named passes over :class:`~anonymask.models.pose.records.Person`
-records (:func:`estimate_people` reads as the list): discover, backfill, associate, fit, bridge,
-faces. Each takes its settings from the typed tree in models/pose/settings.py and adds typed
+records (:func:`estimate_people` reads as the list): discover, backfill, verify, associate, fit,
+bridge, faces. Each takes its settings from the typed tree in models/pose/settings.py and adds typed
 diagnostics to :class:`~anonymask.models.pose.records.PoseDiagnostics`.
 """
 
@@ -84,13 +84,14 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     if read_frames is not None and settings.discover.backfill:
         backfill(disc, read_frames, t_len, paint_frame)
     raw_boxes = disc.track_boxes(t_len)  # (T,4) per raw track: 16 bytes a frame
-    people = associate(disc, raw_boxes, (h, w), settings, diag)
+    rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag)
+    people = associate(disc, raw_boxes, rejected, (h, w), settings, diag)
     fit_people(people, rest_joints, camera, settings, t_len)
     bridge(people, raw_boxes, (h, w), settings, read_frames)
     if read_frames is not None and settings.faces.enabled:
         add_face_people(people, read_frames, t_len, rest_joints, camera, _body, len(raw_boxes), paint_frame,
                         settings.faces, diag)
-    return assemble(people, camera, disc, diag, source)
+    return assemble(people, len(raw_boxes), rejected, camera, disc, diag, source)
 
 
 def discover(disc, windows, write_window) -> None:
@@ -110,15 +111,34 @@ def backfill(disc, read_frames, t_len: int, paint_frame) -> None:
             paint_frame(t, d, tid)
 
 
-def associate(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], settings: MediapipePoseSettings,
-              diag: PoseDiagnostics) -> list[Person]:
-    """Pass 3: raw tracks that are one person lost behind an occluder are linked into one
+def verify(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], t_len: int, settings: MediapipePoseSettings,
+           diag: PoseDiagnostics) -> set[int]:
+    """Pass 3: raw tracks with no evidence over their life of being a person (models/pose/verify.py:
+    held on unchanged pixels nearly all their life, never found again, never moving) are dropped:
+    their boxes are cleared here (nothing links to them, nothing is fitted or held for them) and
+    ``assemble`` marks them ``REJECTED_TRACK`` (their pixels are background for segment).
+    ``settings.verify.enabled`` False: every track is kept."""
+    if not settings.verify.enabled:
+        return set()
+    from anonymask.models.pose.verify import verify_discovery
+
+    rejected, frames = verify_discovery(disc.tracker.tracks, hw, t_len, settings.verify)
+    for i in rejected:
+        raw_boxes[i][:] = np.nan
+    diag.verify_rejected, diag.verify_rejected_frames = len(rejected), frames
+    return rejected
+
+
+def associate(disc, raw_boxes: list[np.ndarray], rejected: set[int], hw: tuple[int, int],
+              settings: MediapipePoseSettings, diag: PoseDiagnostics) -> list[Person]:
+    """Pass 4: raw tracks that are one person lost behind an occluder are linked into one
     (models/pose/link.py; ``settings.link.gap`` 0 turns it off); each person's landmarks merged
     over their own span (first to last box: memory grows with the people's own frames, not
     tracks x video length, docs/SCALING.md) and their boxes filled over the gaps between their
     detections (up to their longest gap between linked parts)."""
     t_len = raw_boxes[0].shape[0] if raw_boxes else 0
     groups = link_tracks(raw_boxes, hw, settings.link) if settings.link.gap else [[i] for i in range(len(raw_boxes))]
+    groups = [g for g in groups if not rejected.issuperset(g)]
     diag.linked_tracks = sum(len(g) - 1 for g in groups)
     people = []
     for group in groups:
@@ -135,7 +155,7 @@ def associate(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], settings: 
 
 def fit_people(people: list[Person], rest_joints: np.ndarray, camera: Camera, settings: MediapipePoseSettings,
                t_len: int) -> None:
-    """Pass 4: a person seen in at least ``confirm.min_visible_frames`` frames (capped at the
+    """Pass 5: a person seen in at least ``confirm.min_visible_frames`` frames (capped at the
     video's length) is posed: SMPL-H fitted to their landmarks over their span, everyone in a few
     batched optimisations instead of one each (the fixed cost of a step is most of a short fit).
     Anyone seen more briefly still gets an avatar: a neutral one fitted into their box
@@ -163,7 +183,7 @@ def fit_people(people: list[Person], rest_joints: np.ndarray, camera: Camera, se
 
 def bridge(people: list[Person], raw_boxes: list[np.ndarray], hw: tuple[int, int], settings: MediapipePoseSettings,
            read_frames) -> None:
-    """Pass 5: each person past the frames they were seen (models/pose/bridge.py): held where they
+    """Pass 6: each person past the frames they were seen (models/pose/bridge.py): held where they
     stopped being seen in the open, walked on, carried across a border, held before a late start
     behind someone else. Tracks are compact (their own frames) before and after; each is over the
     whole video only while it is bridged."""
@@ -179,11 +199,16 @@ def bridge(people: list[Person], raw_boxes: list[np.ndarray], hw: tuple[int, int
         p.track = full.compact()
 
 
-def assemble(people: list[Person], camera: Camera, disc, diag: PoseDiagnostics, source: str) -> PoseResult:
-    """Last: the result arrays, every raw id mapped to its person, the diagnostics filled in."""
+def assemble(people: list[Person], n_raw: int, rejected: set[int], camera: Camera, disc, diag: PoseDiagnostics,
+             source: str) -> PoseResult:
+    """Last: the result arrays, every raw id (``n_raw`` of discovery's, then the face people's)
+    mapped to its person or to ``REJECTED_TRACK``, the diagnostics filled in."""
+    from anonymask.models.pose.verify import REJECTED_TRACK
+
     if not people:
         raise NoPersonError(f"{source}: no person found (no body detected in any frame, no face seen)")
-    lut = np.full(max(i for p in people for i in p.raw_ids) + 1, -1, np.int32)
+    lut = np.full(max([n_raw - 1] + [i for p in people for i in p.raw_ids]) + 1, -1, np.int32)
+    lut[sorted(rejected)] = REJECTED_TRACK
     for k, p in enumerate(people):
         lut[p.raw_ids] = k
     diag.people = [(p.kind, len(p.frames_seen), p.reproj) for p in people]
@@ -313,7 +338,7 @@ def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int,
         boxes.append(np.pad(res.boxes, pad + ((0, 0),), constant_values=np.nan))
         gaps.append(np.pad(res.gap, pad, constant_values=False))
         kinds.append(res.kinds)
-        luts.append(np.where(res.instance_track >= 0, res.instance_track + first, -1))
+        luts.append(np.where(res.instance_track >= 0, res.instance_track + first, res.instance_track))
         raw_off += len(res.instance_track)
         diag.merge(res.report)
     if not tracks:

@@ -48,6 +48,8 @@ class PoseDiagnostics:
     scan_calls: int | None = None
     scan_skipped: int | None = None
     shots: int | None = None
+    verify_rejected: int | None = None  # raw tracks the verification pass dropped (None: pass off)
+    verify_rejected_frames: int | None = None  # their frames
     people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
 
     def merge(self, other: PoseDiagnostics) -> None:
@@ -56,7 +58,7 @@ class PoseDiagnostics:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
-        for name in ("scan_count", "scan_calls", "scan_skipped"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "verify_rejected", "verify_rejected_frames"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
         self.people.extend(other.people)
@@ -74,7 +76,7 @@ class PoseDiagnostics:
             if kind == Kind.POSED:
                 out[f"track{i}_reproj"] = float(reproj)
         out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
-        for name in ("scan_count", "scan_calls", "scan_skipped", "shots"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "shots", "verify_rejected", "verify_rejected_frames"):
             if getattr(self, name) is not None:
                 out[name] = float(getattr(self, name))
         return out

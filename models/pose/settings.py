@@ -137,6 +137,36 @@ class EvidenceSettings(PassSettings):
     min_combined: float = Field(0.0, ge=-5.0, le=5.0, description="HOG margin x weight + segmentation probability a detector hit needs")
 
 
+class VerifySettings(PassSettings):
+    """Tracks that are people (models/pose/verify.py): a raw track with no evidence over its life
+    of being a person is dropped (no avatar, its pixels not removed)."""
+
+    enabled: bool = Field(True, description="False: every track is kept (the behaviour before the pass).")
+    min_life_frames: int = Field(
+        250, ge=1,
+        description="Frames from a track's first to its last frame below which it is always kept: a short "
+                    "track costs little and its evidence is thin, so privacy decides.")
+    landmark_conf: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="Landmark visibility (0..1) a body landmark needs to count in the motion cue: a "
+                    "landmark guessed at low visibility jitters whatever is under it.")
+    min_held_share: float = Field(
+        0.9, ge=0.0, le=1.0,
+        description="Share of a track's frames held in place (no landmarks: the landmark model lost it and "
+                    "only its unchanged pixels keep it) below which it is kept: where the landmark model "
+                    "keeps seeing a body, nothing here can tell a still person from clutter.")
+    keep_refound: int = Field(
+        1, ge=0,
+        description="Fresh finds after its first frame (detector, scan or search) at or above which a track "
+                    "is kept: a still person who is held is searched for every 5th frame and found again now "
+                    "and then (docs/RESULTS.md: 6 times in 48 frames); held clutter is not.")
+    keep_motion_heights: float = Field(
+        0.15, ge=0.0,
+        description="Range (5th-95th percentile, units of the track's median box height) of its body "
+                    "landmarks over the frames not held at or above which a track is kept: a body that "
+                    "moved is a person.")
+
+
 class LinkSettings(PassSettings):
     """Tracks that are one person lost behind an occluder become one (models/pose/link.py)."""
 
@@ -226,6 +256,7 @@ class MediapipePoseSettings(PassSettings):
     discover: DiscoverSettings = DiscoverSettings()
     scan: ScanSettings = ScanSettings()
     evidence: EvidenceSettings = EvidenceSettings()
+    verify: VerifySettings = VerifySettings()
     link: LinkSettings = LinkSettings()
     confirm: ConfirmSettings = ConfirmSettings()
     fit: FitSettings = FitSettings()
