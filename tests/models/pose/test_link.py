@@ -61,7 +61,8 @@ def test_estimate_people_bridges_the_linked_gap_and_maps_both_raw_ids_to_one_tra
     t_len = 48
     disc = _FakeDiscovery([_walk(t_len, [(0, 15)]), _walk(t_len, [(43, 47)])])
     frames = np.zeros((t_len, *HW, 3), np.uint8)
-    settings = pose_settings(**{"confirm.min_visible_frames": t_len, "faces.enabled": False})  # box avatars
+    settings = pose_settings(**{"confirm.min_visible_frames": t_len, "faces.enabled": False,  # box avatars
+                                "verify.enabled": False})  # a stand-in discovery: no detections to verify
     res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), settings, discovery=disc, **_IO)
     assert len(res.tracks) == 1 and res.instance_track.tolist() == [0, 0]
     assert np.isfinite(res.boxes[0, :, 0]).all()  # removed (as a box) behind the counter too
@@ -94,7 +95,8 @@ def test_estimate_people_holds_the_peoples_own_frames_not_tracks_times_video_len
     gc.collect()
     tracemalloc.start()
     try:
-        settings = pose_settings(**{"confirm.min_visible_frames": t_len, "link.gap": 0, "faces.enabled": False})
+        settings = pose_settings(**{"confirm.min_visible_frames": t_len, "link.gap": 0, "faces.enabled": False,
+                                    "verify.enabled": False})
         res = estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), settings, discovery=disc, **_IO)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
