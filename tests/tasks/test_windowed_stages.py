@@ -162,11 +162,11 @@ def test_a_still_part_is_added_only_to_the_frames_its_person_is_in():
     def read(a, b):
         return prob[a:b]
 
-    out = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8).apply(prob, 0, read, prob >= 0.5)
+    out = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8, 0.3).apply(prob, 0, read, prob >= 0.5)
     assert out[0, 1, 2] > 0.5 and out[0, 6, 3] > 0.5  # the first part, grown by 1 px
     assert out[:2, 9:17, 19:27].max() == 0  # the second person is not there yet
     assert out[2, 9, 20] > 0.5 and out[9, 16, 25] > 0.5  # from their first frame on
-    every = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8).apply(prob, 0, read)
+    every = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8, 0.3).apply(prob, 0, read)
     assert every[0, 10:16, 20:26].min() > 0.5 and every[0, 9, 20] > 0.5
 
 @pytest.mark.slow

@@ -72,8 +72,25 @@ def test_still_region_takes_in_a_part_the_detector_lost_for_a_while():
         return prob[a:b]
 
     present = prob >= 0.5
-    old = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8).apply(prob, 0, read, present)
-    new = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.5).apply(prob, 0, read, present)
+    old = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.8, 0.3).apply(prob, 0, read, present)
+    new = StillRegions(10, 10, 0, 0.5, 0.8, 1, 0.5, 0.3).apply(prob, 0, read, present)
     assert old[8, 4:9, 10:16].max() < 0.5  # without hysteresis the head is shown in frame 8
     assert new[8, 4:10, 10:16].min() > 0.5  # with it, covered
     assert new[8, 4:10, 30:36].max() < 0.5  # the unconnected blob is not still
+
+
+def test_still_region_does_not_reach_clutter_beyond_its_body():
+    """Pixels seen in 60% of the frames that touch a still core but lie farther from it than
+    ``static_reach`` x its height (clutter the detector sees now and then) stay out."""
+    from anonymask.tasks.segment import StillRegions
+
+    prob = np.zeros((10, 40, 80), np.float32)
+    prob[:, 10:30, 10:16] = 1.0  # the still body, 20 px tall: reach 0.3 -> 6 px
+    prob[:6, 12:16, 16:70] = 1.0  # a shelf edge touching it, seen in 6 of 10 frames
+
+    def read(a, b):
+        return prob[a:b]
+
+    out = StillRegions(10, 10, 0, 0.5, 0.8, 0, 0.5, 0.3).apply(prob, 0, read, prob >= 0.5)
+    assert out[8, 12:16, 16:22].min() > 0.5  # next to the body: in
+    assert out[8, 12:16, 23:70].max() < 0.5  # beyond the reach: out
