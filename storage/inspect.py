@@ -100,7 +100,8 @@ def format_margin(margin: dict[str, Any] | None) -> str:
 
 
 #: pose4d's diagnostics shown beside the number of people: (metric, label)
-PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"))
+PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"),
+                  ("verify_rejected", "not people"))
 
 
 def format_people(metrics: dict[str, Any]) -> str:
@@ -148,7 +149,8 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     s = report["summary"]
     if any(format_people(row.get("metrics") or {}) != "-" for row in report["videos"]):
         out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
-                   "face: face-anchored; linked: raw tracks joined into one person)")
+                   "face: face-anchored; linked: raw tracks joined into one person; not people: tracks the "
+                   "verification pass dropped)")
     if any(row.get("audit_margin") for row in report["videos"]):
         out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "
                    "0.5x: twice over the limit)")
