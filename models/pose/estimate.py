@@ -206,6 +206,11 @@ def assemble(people: list[Person], n_raw: int, rejected: set[int], camera: Camer
     from anonymask.models.pose.verify import REJECTED_TRACK
 
     if not people:
+        if rejected:  # tracks found, none of them a person: their labels map to REJECTED_TRACK
+            err = NoPersonError(f"{source}: no person found ({len(rejected)} track(s) found, none verified as a "
+                                f"person)")
+            err.instance_track = np.full(n_raw, REJECTED_TRACK, np.int32)
+            raise err
         raise NoPersonError(f"{source}: no person found (no body detected in any frame, no face seen)")
     lut = np.full(max([n_raw - 1] + [i for p in people for i in p.raw_ids]) + 1, -1, np.int32)
     lut[sorted(rejected)] = REJECTED_TRACK
@@ -327,8 +332,13 @@ def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int,
             res = estimate_people(windows(), (b - a, h, w), rest_joints, settings, detector=detector, camera=camera,
                                   source=source, write_window=shot_write, discovery=None,
                                   read_frames=lambda x, y, a=a: read_frames(a + x, a + y), paint_frame=shot_paint)
-        except NoPersonError:
-            # the shot's labels stay empty; its frames were written as it streamed
+        except NoPersonError as err:
+            # nobody here; its frames were written as it streamed: labels of tracks the
+            # verification pass rejected keep their raw ids, which map to REJECTED_TRACK
+            lut = getattr(err, "instance_track", None)
+            if lut is not None:
+                luts.append(lut)
+                raw_off += len(lut)
             continue
         first = len(tracks)
         for k, tr in enumerate(res.tracks):

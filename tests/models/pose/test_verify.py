@@ -151,3 +151,18 @@ def test_estimate_people_drops_a_rejected_track_and_the_off_switch_keeps_the_old
     assert on.instance_track.tolist() == [0, REJECTED_TRACK] and len(on.tracks) == 1
     np.testing.assert_array_equal(on.boxes[0], old.boxes[0])  # the walker's track is untouched
     assert on.diagnostics["verify_rejected"] == 1.0 and "verify_rejected" not in off.diagnostics
+
+
+def test_a_shot_whose_every_track_is_rejected_keeps_its_labels_mapped():
+    """No person left after the pass: the error carries the rejected raw ids' map, so a video cut
+    into shots numbers the next shot's raw ids on after them (its labels never alias them)."""
+    from anonymask.errors import NoPersonError
+    from anonymask.models.pose.estimate import assemble, default_camera
+    from anonymask.models.pose.records import PoseDiagnostics
+
+    with pytest.raises(NoPersonError, match="2 track\\(s\\) found, none verified") as err:
+        assemble([], 2, {0, 1}, default_camera(*HW[::-1]), _FakeDiscovery([]), PoseDiagnostics(), "v.mp4")
+    assert err.value.instance_track.tolist() == [REJECTED_TRACK, REJECTED_TRACK]
+    with pytest.raises(NoPersonError, match="no body detected") as err:
+        assemble([], 0, set(), default_camera(*HW[::-1]), _FakeDiscovery([]), PoseDiagnostics(), "v.mp4")
+    assert getattr(err.value, "instance_track", None) is None
