@@ -18,9 +18,9 @@ previous frame:
 and by at least ``ratio`` x the mean of that measure over the ``context`` frames before it (a fast
 pan or a flip rises over several frames; a cut is a spike), and for the layout also over the
 ``lookahead`` frames after it (a pan goes on; the new shot is calm). Measured on the real videos
-that packages ship and footage built from them (docs/RESULTS.md): colours, cuts 0.33-0.84, no
-cut at most 0.33 (Sports2D's flip); layout, cuts 0.58-1.26, no cut at most 0.45 (a fast pan in
-bikes.mp4, which rises and stays high over five frames: no spike).
+that packages ship and footage built from them (docs/RESULTS.md names the clips): colours, cuts
+0.33-0.84, no cut at most 0.33 (a fast flip); layout, cuts 0.58-1.26, no cut at most 0.45 (a
+fast pan, which rises and stays high over five frames: no spike).
 """
 
 from __future__ import annotations
