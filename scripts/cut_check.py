@@ -22,16 +22,17 @@ from anonymask.models.shots import CutDetector
 from anonymask.models.stage_settings import IngestSettings
 from anonymask.storage.datasets.sample import SampleDataset
 from anonymask.storage.video_io import read_frames
+from anonymask.tasks.ingest import resize_video, target_size
 
 
 def _fit(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
+    """Frames resized to (w, h)."""
+    return resize_video(frames, (size[1], size[0]))
 
 
 def _scaled(frames: np.ndarray, side: int = 480) -> np.ndarray:
-    h, w = frames.shape[1:3]
-    k = min(1.0, side / max(h, w))
-    return _fit(frames, (int(round(w * k / 2)) * 2, int(round(h * k / 2)) * 2))
+    """Frames with a long side of at most ``side`` px, as ingest scales them."""
+    return resize_video(frames, target_size(*frames.shape[1:3], side))
 
 
 def _edit(parts: list[tuple[Path, int, int]], side: int = 480) -> tuple[np.ndarray, list[int]]:

@@ -51,21 +51,16 @@ def _outputs(fr: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def dump(out: Path, frames: int, side: int, only: list[str]) -> None:
-    import cv2
-
     from anonymask.storage.datasets.sample import SampleDataset
     from anonymask.storage.video_io import read_frames
+    from anonymask.tasks.ingest import resize_video, target_size
 
     out.mkdir(parents=True, exist_ok=True)
     for vid, _, path in SampleDataset()._videos():
         if only and vid not in only:
             continue
         fr = read_frames(path, max_frames=frames)
-        h, w = fr.shape[1:3]
-        s = side / max(h, w)
-        if s < 1:
-            size = (int(round(w * s / 2)) * 2, int(round(h * s / 2)) * 2)
-            fr = np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in fr])
+        fr = resize_video(fr, target_size(*fr.shape[1:3], side))
         t0 = time.time()
         arrays = _outputs(fr)
         np.savez_compressed(out / f"{vid}.npz", **arrays)

@@ -25,6 +25,7 @@ import numpy as np
 
 from anonymask.storage.datasets.sample import SampleDataset
 from anonymask.storage.video_io import read_frames, write_mp4
+from anonymask.tasks.ingest import target_size
 
 
 def _videos() -> dict[str, Path]:
@@ -42,9 +43,9 @@ def _fit(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def _scaled(frames: np.ndarray, side: int) -> np.ndarray:
-    h, w = frames.shape[1:3]
-    k = min(1.0, side / max(h, w))
-    return _fit(frames, (int(round(w * k / 2)) * 2, int(round(h * k / 2)) * 2))
+    """Frames with a long side of at most ``side`` px (the size ingest would give them)."""
+    h, w = target_size(*frames.shape[1:3], side)
+    return _fit(frames, (w, h))
 
 
 def build(out: Path, side: int, loop_s: float, seed: int) -> list[Path]:

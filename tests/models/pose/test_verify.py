@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from anonymask.models.pose.discover import FrameOutput, _Track
+from anonymask.models.pose.discover import FrameOutput, PersonDiscovery, _Track
 from anonymask.models.pose.estimate import estimate_people
 from anonymask.models.pose.people import Detection
 from anonymask.models.pose.verify import (
@@ -107,14 +107,7 @@ class _FakeDiscovery:
         h, w = frame.shape[:2]
         return FrameOutput(np.zeros((h, w), np.uint16), np.zeros((h, w), np.float32))
 
-    def track_boxes(self, t_len):
-        out = []
-        for tr in self.tracker.tracks:
-            b = np.full((t_len, 4), np.nan, np.float32)
-            for t, d in tr.frames.items():
-                b[t] = d.box
-            out.append(b)
-        return out
+    track_boxes = PersonDiscovery.track_boxes  # the real one: it reads tracker.tracks only
 
     def track_arrays(self, i, t_len):
         tr = self.tracker.tracks[i]
