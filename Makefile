@@ -17,7 +17,7 @@ setup: $(STAMP)
 
 $(STAMP): scripts/setup.sh pyproject.toml requirements/base.txt requirements/constraints.txt requirements/nodeps.txt
 	TORCH=$(TORCH) bash scripts/setup.sh
-	$(PY) -c "from anonymask.prefect_startup import ready_for_flows; ready_for_flows()"
+	$(PY) -c "from anonymask.cli.prefect_startup import ready_for_flows; ready_for_flows()"
 	touch $(STAMP)
 
 demo: setup

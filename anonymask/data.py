@@ -14,7 +14,7 @@ through the loader's workers).
   while a whole clip fits (a video shorter than one clip gives one clip, its last frame repeated).
 * ``variant``: ``real`` (the ``raw`` ingest), ``render`` (``merged``: the avatar on the inpainted
   background) or ``rend_diff`` (``anonymized``: the published result) - the names and arrays of
-  models/action/clips.py.
+  models/training/action/clips.py.
 * ``r``: True where the pixel is synthetic (public) - ``render/mask`` for ``render``, ``public_mask``
   otherwise; all False for ``real`` (the raw video has no synthetic pixel). Resized conservatively:
   a pixel is public only if no private source pixel weighs in it. ``q``: the person mask (the
@@ -28,7 +28,7 @@ through the loader's workers).
   with PyAV: for a recipient without the store (and the baseline of ``anonymask bench --only
   dataset``).
 * ``dp_batch_sampler(ds, q, steps=...)``: the project's Poisson sampler
-  (models/privacy/sampler.py) over VIDEOS (a record is a video, each draw takes one of its clips),
+  (models/training/privacy/sampler.py) over VIDEOS (a record is a video, each draw takes one of its clips),
   so a DP guarantee is per video; pair it with ``collate_fn=dp_collate(ds)`` (an empty batch is a
   valid step). Opacus, in one line: ``model, opt, loader = opacus_private(PrivacyEngine(), model,
   opt, ds, sample_rate=0.01, noise_multiplier=1.0, max_grad_norm=1.0)``: ``make_private`` over that
@@ -50,9 +50,18 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from anonymask.errors import DatasetError
-from anonymask.models.action.clips import VARIANT_ARRAYS, clip_frame_indices, mask_array_name, resize_clip
-from anonymask.models.privacy.sampler import PoissonBatchSampler, collate_allowing_empty, record_groups
+from anonymask.core.errors import DatasetError
+from anonymask.models.training.action.clips import (
+    VARIANT_ARRAYS,
+    clip_frame_indices,
+    mask_array_name,
+    resize_clip,
+)
+from anonymask.models.training.privacy.sampler import (
+    PoissonBatchSampler,
+    collate_allowing_empty,
+    record_groups,
+)
 from anonymask.storage.store import STATUS_DONE, DatasetStore
 
 

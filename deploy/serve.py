@@ -64,7 +64,7 @@ def watch_api(api_url: str, limit: float, on_lost, interval: float = 2.0) -> thr
 
 
 def _give_up(api_url: str, limit: float) -> None:
-    from anonymask.stopping import stop_children
+    from anonymask.core.stopping import stop_children
 
     print(lost_line(api_url, limit), file=sys.stderr, flush=True)
     stop_children()  # the flow-run processes (and their Dask workers): no task can finish without the API
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         watch_api(api_url, limit, lambda: _give_up(api_url, limit))
     deployments = all_deployments()
     print(f"serving {len(deployments)} deployments", flush=True)
-    from anonymask.stopping import stop_on_signals
+    from anonymask.core.stopping import stop_on_signals
 
     with stop_on_signals():  # SIGTERM too, and a hard stop within seconds: runs in flight are marked crashed
         serve(*deployments, print_starting_message=True)

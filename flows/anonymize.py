@@ -7,7 +7,7 @@ run goes on; the summary (returned, and as table and markdown artifacts) lists e
 Two runs on one store cooperate: each video is processed under its claim
 (:mod:`anonymask.storage.claims`). A video another run holds is put aside and taken up after the
 others, once that run lets go of it (its completed stages are then simply skipped), so every
-video is computed once. Tracebacks go to the run's log file only (:mod:`anonymask.runlog`).
+video is computed once. Tracebacks go to the run's log file only (:mod:`anonymask.core.runlog`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from prefect.artifacts import (
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
-from anonymask.config import pipeline_config, runner_config
-from anonymask.errors import VideoBusyError, VideoTimeoutError
-from anonymask.models.stage_settings import check_weights
+from anonymask.config.pipeline import pipeline_config, runner_config
+from anonymask.config.stages import check_weights
+from anonymask.core.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import check_video_ids, get_adapter
 from anonymask.storage.faults import fault_line
 from anonymask.storage.store import DatasetStore
@@ -158,7 +158,7 @@ def anonymize(
     completed stages before skipping them (damaged ones are recomputed). The returned summary
     lists every failed video with its stage and reason and names the run's log file.
     """
-    from anonymask.runlog import run_log
+    from anonymask.core.runlog import run_log
 
     with run_log(f"anonymize-{dataset}", log_dir) as log_path:
         state = _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers,
@@ -171,8 +171,8 @@ def anonymize(
 def _export_after(dataset: str, store: str | None, export_to: str, state) -> None:
     """The step after anonymizing: every publishable video of the store out as files (only
     done and audited videos are written; the others are listed with their reason)."""
+    from anonymask.core.paths import default_store
     from anonymask.flows.export import default_export_dir, export
-    from anonymask.paths import default_store
 
     out = default_export_dir(dataset) if export_to == "default" else export_to
     res = export(dataset=dataset, store=store or str(default_store(dataset)), out=out)
@@ -183,8 +183,8 @@ def _export_after(dataset: str, store: str | None, export_to: str, state) -> Non
 
 def _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers, verify_done,
                runner_overrides, log_path):
-    from anonymask.paths import default_source, default_store
-    from anonymask.runlog import traceback_logger
+    from anonymask.core.paths import default_source, default_store
+    from anonymask.core.runlog import traceback_logger
 
     logger = get_run_logger()
     source = source or str(default_source(dataset))
@@ -344,9 +344,9 @@ def _keep_lost_workers(runner: str):
 @contextlib.contextmanager
 def _threads_per_worker(runner: str, rcfg: dict[str, Any]):
     """The workers of a LocalCluster inherit this process's environment: give each the cores it
-    may use for a model call (models/pose/roi.py ``cpu_threads``), so N workers on N cores do not
+    may use for a model call (models/anonymizer/pose/roi.py ``cpu_threads``), so N workers on N cores do not
     each use several threads. An existing cluster's workers keep their own environment."""
-    from anonymask.models.pose.roi import THREADS_ENV, available_cores
+    from anonymask.models.anonymizer.pose.roi import THREADS_ENV, available_cores
 
     if runner != "dask" or THREADS_ENV in os.environ:
         yield

@@ -19,7 +19,7 @@ from anonymask.tasks.export import export_task
 
 
 def default_export_dir(dataset: str) -> str:
-    from anonymask.paths import data_root
+    from anonymask.core.paths import data_root
 
     return str(data_root() / "exports" / dataset)
 
@@ -36,7 +36,7 @@ def export(
 ) -> dict[str, Any]:
     """Export ``dataset``'s store (or ``store``) into ``out``; returns the summary (written,
     unchanged, excluded with reasons, errors, manifest path)."""
-    from anonymask.paths import default_store
+    from anonymask.core.paths import default_store
 
     logger = get_run_logger()
     store_url = store or str(default_store(dataset))

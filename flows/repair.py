@@ -49,7 +49,7 @@ def repair_store(store_url: str, res: VerifyResult, run: bool = True) -> dict[st
 
     A store that cannot be written (read-only, permission denied, full) is one StoreError line
     naming it, before anything is marked or when it happens on the way."""
-    from anonymask.errors import StoreError
+    from anonymask.core.errors import StoreError
     from anonymask.storage.faults import fault_line
     from anonymask.storage.preflight import check_store_target
 

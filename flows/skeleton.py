@@ -1,7 +1,7 @@
 """Flow ``train-skeleton-anon``: adversarial skeleton anonymizer + its evaluation (issue: motion).
 
 Data: ``source="store"`` uses the pose tracks in the dataset's store (ground-truth tracks on the
-synthetic data), ``"toy"`` the skeleton test bed of models/skeleton/synthetic.py, or an ``.npz``
+synthetic data), ``"toy"`` the skeleton test bed of models/anonymizer/skeleton/synthetic.py, or an ``.npz``
 with sequences/actions/subjects[/genders]. Writes results.json, results.md, tradeoff.png and
 anonymizer_best.pt (enable it in the pipeline with ``motion.enabled=true
 motion.checkpoint=<that file>``) under ``$ANONYMASK_DATA/runs/skeleton-anon-<dataset>/``.
@@ -28,11 +28,11 @@ def export_task(source: str, store_url: str, out: str, length: int) -> str:
 
     path = Path(out) / "skeletons.npz"
     if source == "store":
-        from anonymask.models.skeleton.export import export_skeletons
+        from anonymask.models.anonymizer.skeleton.export import export_skeletons
 
         data = export_skeletons(store_url, length=length)
     elif source == "toy":
-        from anonymask.models.skeleton.synthetic import make_synthetic_skeletons
+        from anonymask.models.anonymizer.skeleton.synthetic import make_synthetic_skeletons
 
         data = make_synthetic_skeletons(8, 4, 6, length, seed=0)
     else:
@@ -44,9 +44,9 @@ def export_task(source: str, store_url: str, out: str, length: int) -> str:
 
 @task(name="adversarial-training", cache_policy=NONE, persist_result=False)
 def experiment_task(npz: str, out: str, options: dict[str, Any]) -> list[dict[str, Any]]:
-    from anonymask.models.skeleton.cli import load_arrays, run_and_write
+    from anonymask.models.anonymizer.skeleton.runner import load_npz, run_and_write
 
-    results = run_and_write(load_arrays(npz, None), out, log=get_run_logger().info, **options)
+    results = run_and_write(load_npz(npz), out, log=get_run_logger().info, **options)
     return [{k: v for k, v in r.items() if k != "anonymizer_state"} for r in results]
 
 
@@ -64,8 +64,8 @@ def train_skeleton_anon(
     anonymizer: str = "mlp",
     device: str = "cpu",
 ) -> dict[str, Any]:
-    from anonymask.models.skeleton.evaluate import results_table_markdown, select_best
-    from anonymask.paths import data_root, default_store
+    from anonymask.core.paths import data_root, default_store
+    from anonymask.models.anonymizer.skeleton.evaluate import results_table_markdown, select_best
 
     logger = get_run_logger()
     store_url = store or str(default_store(dataset))

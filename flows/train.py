@@ -15,13 +15,13 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
+from anonymask.config.training import default_run_name, settings_hash, train_settings
 from anonymask.storage.runs import prepare_run_dir
 from anonymask.tasks.train import build_cache_task, evaluate_task, fit_task, report_task
-from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 
 def default_runs_dir() -> Path:
-    from anonymask.paths import data_root
+    from anonymask.core.paths import data_root
 
     return data_root() / "runs"
 
@@ -44,10 +44,10 @@ def train(
 
     ``variant``: real | render | rend_diff (default: the dataset's); ``mask_source``: r | q | none |
     auto (MaskDP on ``real`` uses q: the paper's Real* row); ``overrides``: any field of
-    ``TrainSettings`` (models/action/settings.py), checked before any work; ``until_epoch``: stop after that epoch (the schedule stays the full
+    ``TrainSettings`` (models/training/action/settings.py), checked before any work; ``until_epoch``: stop after that epoch (the schedule stays the full
     run's; a later call continues). Returns the metrics and the run folder.
     """
-    from anonymask.paths import default_store
+    from anonymask.core.paths import default_store
 
     logger = get_run_logger()
     settings = train_settings(mode, dataset, epsilon=epsilon, variant=variant, mask_source=mask_source,

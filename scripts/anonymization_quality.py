@@ -2,7 +2,7 @@
 
     python scripts/anonymization_quality.py --dataset sample --store /tmp/q/real.zarr --out /tmp/q/real \
         --set ingest.max_frames=100
-    python -m anonymask.models.synthetic /tmp/q/hard_raw --preset hard
+    python -m anonymask.models.shared.synthetic /tmp/q/hard_raw --preset hard
     python scripts/anonymization_quality.py --dataset demo --source /tmp/q/hard_raw --store /tmp/q/hard.zarr --out /tmp/q/hard
 
 Per video, one JSON line on stdout: seconds per stage, the quality metrics the stages record
@@ -47,8 +47,8 @@ def strip(entry, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from anonymask.config import parse_overrides, pipeline_config
-    from anonymask.models.audit import audit_frames, get_auditor
+    from anonymask.config.pipeline import parse_overrides, pipeline_config
+    from anonymask.models.anonymizer.audit import audit_frames, get_auditor
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.store import DatasetStore
     from anonymask.tasks.audit import _sampled

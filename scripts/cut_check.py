@@ -1,5 +1,5 @@
 """Cuts found on real footage and on edits built from it: the check behind ``ingest.cut_threshold``
-and ``ingest.cut_structure`` (models/shots.py).
+and ``ingest.cut_structure`` (models/shared/shots.py).
 
     .venv/bin/python scripts/cut_check.py [--variants /tmp/variants]
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from anonymask.models.shots import CutDetector
-from anonymask.models.stage_settings import IngestSettings
+from anonymask.config.stages import IngestSettings
+from anonymask.models.shared.shots import CutDetector
 from anonymask.storage.datasets.sample import SampleDataset
 from anonymask.storage.video_io import read_frames
 from anonymask.tasks.ingest import resize_video, target_size

@@ -155,7 +155,7 @@ def soak(kills: int, out: Path, seed: int = 0, workers: int = 2, per_round: int 
     of the anonymize flow makes one)."""
     import dask
 
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
     from anonymask.storage.store import DatasetStore
 
     out.mkdir(parents=True, exist_ok=True)
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round-timeout", type=float, default=900.0, help="a run longer than this is a hang: exit 1")
     args = ap.parse_args(argv)
     os.environ.setdefault("PREFECT_HOME", str(args.out / "prefect"))  # its own Prefect database
-    from anonymask.prefect_startup import ready_for_flows
+    from anonymask.cli.prefect_startup import ready_for_flows
 
     ready_for_flows()
     rep = soak(args.kills, args.out, args.seed, args.workers, args.per_round, args.max_delay, args.allowed_failures,

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `make gpu-check`: prove a CUDA install of anonymask and measure it (anonymask/gpu_check.py).
+# `make gpu-check`: prove a CUDA install of anonymask and measure it (bench/gpu_check.py).
 #
 # Needs no network and no `make setup`: it runs on the first Python here whose torch sees a CUDA GPU
 # ($PYTHON, then .venv/bin/python, then python3). Packages that Python lacks can come as wheels in
 # .whl/ (pure-Python or matching its version); they are installed into a folder under /tmp, never
 # into that Python. If the repository is not installed in it (`pip install -e .`), a folder of
 # symbolic links under /tmp lays the package out as pyproject.toml maps it (anonymask.models =
-# models/, ...). Without a CUDA GPU: one line, exit 2. Arguments go to `python -m anonymask.gpu_check`
+# models/, ...). Without a CUDA GPU: one line, exit 2. Arguments go to `python -m anonymask.bench.gpu_check`
 # (--tiny, --out FILE, --copy-to DIR, --only SECTION..., --budget-scale X).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +45,16 @@ if [ ${#wheels[@]} -gt 0 ] && [ "$PY" != "$ROOT/.venv/bin/python" ]; then
 fi
 
 RUN_DIR=$ROOT
-if ! "$PY" -c 'import anonymask.models.action.bench, anonymask.storage' >/dev/null 2>&1; then
+if ! "$PY" -c 'import anonymask.bench.action, anonymask.storage' >/dev/null 2>&1; then
   # not installed: lay the package out as pyproject.toml's package-dir does, with links to the checkout
   SHIM=$(mktemp -d /tmp/anonymask-shim.XXXXXX)
   mkdir "$SHIM/anonymask"
   for f in "$ROOT"/anonymask/*; do ln -s "$f" "$SHIM/anonymask/$(basename "$f")"; done
-  for d in flows tasks deploy storage models; do ln -s "$ROOT/$d" "$SHIM/anonymask/$d"; done
+  # every "anonymask.<x>" = "<folder>" line of pyproject.toml's package-dir
+  for d in $(sed -n 's/^"anonymask\.\([a-z_]*\)" = "\([a-z_]*\)"$/\2/p' "$ROOT/pyproject.toml"); do
+    ln -s "$ROOT/$d" "$SHIM/anonymask/$d"
+  done
   export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}"
   RUN_DIR=$SHIM  # not the checkout: its anonymask/ folder would hide the links
 fi
-cd "$RUN_DIR" && exec "$PY" -m anonymask.gpu_check "$@"
+cd "$RUN_DIR" && exec "$PY" -m anonymask.bench.gpu_check "$@"

@@ -20,8 +20,8 @@ import time
 import cv2
 import numpy as np
 
-from anonymask.models.inpaint.backends import get_inpainter
-from anonymask.models.shots import camera_drift
+from anonymask.models.anonymizer.inpaint.backends import get_inpainter
+from anonymask.models.shared.shots import camera_drift
 from anonymask.storage.store import DatasetStore
 from anonymask.storage.windows import video_shots
 

@@ -88,7 +88,7 @@ def run_to_end(source: Path, store: Path, out: Path, real: bool) -> tuple[int, f
 
 
 def soak(kills: int, out: Path, real: bool, seed: int) -> dict:
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
 
     out.mkdir(parents=True, exist_ok=True)
     source = out / "raw"

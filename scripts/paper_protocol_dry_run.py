@@ -3,7 +3,7 @@
     python scripts/paper_protocol_dry_run.py --clips 2000 --epochs 2 --out dry_run.json
 
 What runs: a synthetic action store of ``--clips`` training videos at 224x224, 16 frames (plus a
-small test split), then the `train` flow's own steps (models/action/run.py) with the paper's
+small test split), then the `train` flow's own steps (models/training/action/run.py) with the paper's
 NTU defaults: MViTv2-S (random weights here: no Kinetics file on this machine), norms of the last
 two blocks + head trainable, Poisson batch 128, C = 1, lr 0.01, 150 epochs with 20 warmup +
 cosine, sound MaskDP (independent public batch, replace-one adjacency), delta 1e-6. The cache is
@@ -39,7 +39,7 @@ def flops_per_clip(model) -> dict[str, float]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
+    from anonymask.models.training.action.prefix import FrozenPrefix, TrainableTail
 
     prefix, tail = FrozenPrefix(model), TrainableTail(model)
     x = torch.zeros(1, *model.input_shape)
@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from anonymask.models.action.run import build_caches, build_model, fit_run
-    from anonymask.models.action.synthetic import make_synthetic_store
+    from anonymask.config.training import settings_hash, train_settings
+    from anonymask.models.training.action.run import build_caches, build_model, fit_run
+    from anonymask.models.training.action.synthetic import make_synthetic_store
     from anonymask.storage.runs import prepare_run_dir
-    from anonymask.train_config import settings_hash, train_settings
 
     work = Path(a.work or tempfile.mkdtemp(prefix="dryrun-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -25,9 +25,9 @@ import numpy as np
 
 def _outputs(fr: np.ndarray) -> dict[str, np.ndarray]:
     """Every pose4d output on these frames, as named arrays."""
-    from anonymask.models.pose.backends import PoseInputs
-    from anonymask.models.pose.discover import paint
-    from anonymask.models.registry import get_backend
+    from anonymask.core.registry import get_backend
+    from anonymask.models.anonymizer.pose.backends import PoseInputs
+    from anonymask.models.anonymizer.pose.discover import paint
 
     t_len, h, w = fr.shape[:3]
     labels = np.zeros((t_len, h, w), np.uint16)

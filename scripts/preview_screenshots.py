@@ -32,7 +32,7 @@ def content_rows(img: np.ndarray, background: int = 250) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from anonymask.preview import write_preview
+    from anonymask.cli.preview import write_preview
     from anonymask.storage.store import DatasetStore
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -59,14 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.old and a.workers:
         p.error("--old needs --workers 0")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()  # a one-off import, before the clock
     import numpy as np
     import torch
 
-    from anonymask.models.action.synthetic import make_synthetic_store
-    from anonymask.train_config import train_settings
+    from anonymask.config.training import train_settings
+    from anonymask.models.training.action.synthetic import make_synthetic_store
 
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                              frames=20, size=(224, 224), seed=0)  # fmt: skip
     shutil.rmtree(Path(store) / "cache", ignore_errors=True)
     if a.stub:
-        from anonymask.models.action import prefix
+        from anonymask.models.training.action import prefix
 
         def random_features(self, x, token_keep=None):
             seed = int(x.flatten()[:64].sum().item() * 1000) % 2**31
@@ -86,13 +86,13 @@ def main(argv: list[str] | None = None) -> int:
 
         prefix.FrozenPrefix.__call__ = random_features
     if a.old:
-        from anonymask.models.action import clips, feature_cache
+        from anonymask.models.training.action import clips, feature_cache
 
-        feature_cache.build_feature_cache = _old_module(a.old, "models/action/feature_cache.py", "feature_cache").build_feature_cache
-        clips.ClipDataset.__getitem__ = _old_module(a.old, "models/action/clips.py", "clips").ClipDataset.__getitem__
-        build_caches = _old_module(a.old, "models/action/run.py", "run").build_caches
+        feature_cache.build_feature_cache = _old_module(a.old, "models/training/action/feature_cache.py", "feature_cache").build_feature_cache
+        clips.ClipDataset.__getitem__ = _old_module(a.old, "models/training/action/clips.py", "clips").ClipDataset.__getitem__
+        build_caches = _old_module(a.old, "models/training/action/run.py", "run").build_caches
     else:
-        from anonymask.models.action.run import build_caches
+        from anonymask.models.training.action.run import build_caches
     settings = train_settings("maskdp", "ntu", overrides={"weights": "random", "frame_stride": 1,
                               "num_workers": a.workers, "eval_every": 0, "compare_accountants": [], "log_every": 10**6})  # fmt: skip
     prof = cProfile.Profile() if a.profile else None

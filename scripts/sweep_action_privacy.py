@@ -20,7 +20,7 @@ import torch
 
 def main() -> int:
     from anonymask.flows.train import train
-    from anonymask.models.action.synthetic import make_synthetic_store
+    from anonymask.models.training.action.synthetic import make_synthetic_store
 
     torch.set_num_threads(1)
     data = os.environ.get("ANONYMASK_DATA", "/tmp/amtrain/data")

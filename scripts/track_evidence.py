@@ -3,9 +3,9 @@
     .venv/bin/python scripts/track_evidence.py VIDEO.mp4 --out ev.json [--max-frames N] [--start S]
 
 Frames are scaled as the ingest stage scales them (``--max-side``, the pipeline's default 640),
-so discovery sees what pose4d sees. Runs ``PersonDiscovery`` (models/pose/discover.py) with the production settings of the pose4d
+so discovery sees what pose4d sees. Runs ``PersonDiscovery`` (models/anonymizer/pose/discover.py) with the production settings of the pose4d
 backend (``--set KEY=VALUE`` overrides them as ``pose4d.KEY`` would, dotted: ``discover.hold_motion=0``) over the frames, then writes per raw track the typed evidence the verification pass reads
-(models/pose/verify.py ``TrackEvidence``, built by the same code as in production) plus cues for
+(models/anonymizer/pose/verify.py ``TrackEvidence``, built by the same code as in production) plus cues for
 exploration that production does not compute:
 
 - ``detector_hits``: frames in which the full-frame multi-person detector (run every
@@ -72,7 +72,7 @@ def read_video(path: str, start: int, stop: int | None, max_side: int | None):
 
 
 def tracks_present(store: str, video: str) -> dict:
-    from anonymask.models.body.tracks_io import read_tracks
+    from anonymask.models.shared.body.tracks_io import read_tracks
     from anonymask.storage.store import DatasetStore
 
     entry = DatasetStore.open(store).video(video)
@@ -90,11 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "--present":
         print(json.dumps(tracks_present(argv[1], argv[2])))
         return 0
-    from anonymask.models.geometry import box_iou
-    from anonymask.models.pose.discover import PersonDiscovery
-    from anonymask.models.pose.people import get_detector
-    from anonymask.models.pose.settings import MediapipePoseSettings
-    from anonymask.models.pose.verify import track_evidence, verify_tracks
+    from anonymask.models.anonymizer.pose.discover import PersonDiscovery
+    from anonymask.models.anonymizer.pose.people import get_detector
+    from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
+    from anonymask.models.anonymizer.pose.verify import track_evidence, verify_tracks
+    from anonymask.models.shared.geometry import box_iou
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("video")

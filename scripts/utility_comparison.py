@@ -54,9 +54,9 @@ def pretrain(store: str, runs: Path, common: dict, epochs: int) -> Path:
                 overrides=dict(common, trainable="all", epochs=epochs, lr=0.05, warmup_epochs=2, seed=0))  # fmt: skip
     log(f"pretraining: top-1 {res['metrics']['top1']:.3f} on the public test split")
     ckpt = torch.load(Path(res["run_dir"]) / "checkpoint.pt", weights_only=False)
-    from anonymask.models.action.mvit import ActionModelConfig
-    from anonymask.models.action.run import build_model
-    from anonymask.train_config import train_settings
+    from anonymask.config.training import train_settings
+    from anonymask.models.training.action.mvit import ActionModelConfig
+    from anonymask.models.training.action.run import build_model
 
     settings = train_settings("nonprivate", "synthetic", overrides=dict(common, trainable="all"))
     model = build_model(settings, num_classes=ActionModelConfig.from_dict(ckpt["model_config"]).num_classes)
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from anonymask.flows.train import train
-    from anonymask.models.synthetic.generator import generate_dataset
+    from anonymask.models.shared.synthetic.generator import generate_dataset
 
     torch.set_num_threads(2)
     data = Path(os.environ.get("ANONYMASK_DATA", "/tmp/util/data"))

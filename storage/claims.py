@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from anonymask.errors import VideoBusyError
+from anonymask.core.errors import VideoBusyError
 
 LOCK_GROUP = "locks"
 _STORE_LOCK = "_store_.lock"

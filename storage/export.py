@@ -48,7 +48,7 @@ import av
 import numpy as np
 
 from anonymask import PIPELINE_VERSION, __version__
-from anonymask.errors import StoreError
+from anonymask.core.errors import StoreError
 from anonymask.storage.hashing import combine_hashes, config_hash, file_checksum
 from anonymask.storage.inspect import status_report
 from anonymask.storage.runs import json_safe

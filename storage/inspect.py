@@ -174,7 +174,7 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
             of = f" of {row['source_frames']}" if row.get("source_frames") else ""
             out.append(f"  capped: {row['video_id']}: {row['frames']}{of} frames kept "
                        f"(ingest.max_frames={row['frame_cap']})")
-    for row in report["videos"]:  # edited footage: processed shot by shot (models/shots.py)
+    for row in report["videos"]:  # edited footage: processed shot by shot (models/shared/shots.py)
         m = row.get("metrics") or {}
         shots, moving = int(m.get("shots") or 1), int(m.get("moving_shots") or 0)
         if shots > 1 or moving:

@@ -12,7 +12,7 @@ import os
 import uuid
 from pathlib import Path
 
-from anonymask.errors import DatasetError, StoreError
+from anonymask.core.errors import DatasetError, StoreError
 
 
 def check_dataset_name(dataset: str) -> bool:

@@ -3,7 +3,7 @@
 A run folder (``$ANONYMASK_DATA/runs/<run-name>/``) holds ``config.json`` (the resolved settings
 and their hash: a folder belongs to one configuration), ``checkpoint.pt`` (after every epoch),
 ``metrics.json``, ``privacy.json`` and ``result.md``. Persistence only: what goes into them is
-decided by models/action/run.py.
+decided by models/training/action/run.py.
 """
 
 from __future__ import annotations

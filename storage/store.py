@@ -28,7 +28,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 from anonymask import PIPELINE_VERSION
-from anonymask.errors import AnonymaskError, InputsChangedError, StoreError
+from anonymask.core.errors import AnonymaskError, InputsChangedError, StoreError
 from anonymask.storage.faults import fault_line, storage_oserror
 from anonymask.storage.hashing import ArrayHasher, array_checksum, combine_hashes, config_hash
 
@@ -225,7 +225,7 @@ class DatasetStore:
         """Write a video's info (and an empty record table if it has none) under its claim: the
         group's metadata is one document, and a run holding the claim may be writing records into
         it. A video busy in another run keeps its info (that run registered it)."""
-        from anonymask.errors import VideoBusyError
+        from anonymask.core.errors import VideoBusyError
         from anonymask.storage.claims import claim_video
 
         try:

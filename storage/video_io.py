@@ -38,7 +38,7 @@ from typing import Any
 import av
 import numpy as np
 
-from anonymask.errors import InvalidVideoError
+from anonymask.core.errors import InvalidVideoError
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg")
 MAX_SIDE = int(os.environ.get("ANONYMASK_MAX_VIDEO_SIDE", "8192"))
@@ -73,11 +73,6 @@ class VideoMeta:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def is_video_file(path: str | Path) -> bool:
-    """True for names with a common video extension (no decoding)."""
-    return Path(path).suffix.lower() in VIDEO_EXTENSIONS
 
 
 # ---------------------------------------------------------------------------------------- opening

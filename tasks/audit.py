@@ -1,11 +1,11 @@
 """Stage ``audit``: an independent detector scans the final video (privacy invariant 10).
 
-Face and body detectors that differ from the one that found the people (models/audit) run on every
+Face and body detectors that differ from the one that found the people (models/anonymizer/audit) run on every
 ``every``-th frame of ``anonymized``; a face or body found mostly outside the avatar pixels
 (``render/mask``) in several audited frames fails the video with an :class:`AuditError` that names
 the frames. Metrics: ``audit_frames``, ``audit_detections``, ``audit_on_avatars``,
 ``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
-ground-truth leak check runs too (models/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
+ground-truth leak check runs too (models/anonymizer/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
 share; hole pixels whose fill is the same without the person are not counted, ``audit_gt_coincident``
 is their share, ``gt_strict`` counts them) fails the video above ``max_gt_leak``;
 ``audit_detector_findings`` keeps what the detectors
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.errors import AuditError
+from anonymask.core.errors import AuditError
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.common import stage
 from anonymask.tasks.inpaint import COINCIDENT_TOL
@@ -64,10 +64,10 @@ def _gt_chunks(entry: VideoEntry):
 
 @stage("audit", deps=("reintegrate", "render", "segment", "inpaint"), backend=lambda c: "+".join(c["detectors"]))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.audit import audit_frames, gt_leak
-    from anonymask.models.audit.erased import scan_erased
-    from anonymask.models.audit.margin import audit_margin
-    from anonymask.models.registry import get_backend
+    from anonymask.core.registry import get_backend
+    from anonymask.models.anonymizer.audit import audit_frames, gt_leak
+    from anonymask.models.anonymizer.audit.erased import scan_erased
+    from anonymask.models.anonymizer.audit.margin import audit_margin
 
     auditors = [get_backend("audit", name).create(cfg["detector_options"].get(name)) for name in cfg["detectors"]]
     rep = audit_frames(_sampled(entry, cfg["every"]), auditors, min_outside=cfg["min_outside"],

@@ -131,7 +131,7 @@ def execute_stage(
     Returns {"stage", "status": "done"|"skipped", "seconds", "repaired"?}; raises on failure
     after the stage's failed record has been written.
     """
-    from anonymask.models.stage_settings import hashed_settings, validate_stage
+    from anonymask.config.stages import hashed_settings, validate_stage
     from anonymask.storage.claims import claim_video
 
     stages = load_stages()
@@ -180,14 +180,14 @@ def run_video(
     """Every stage of one video in DAG order, holding the video's claim throughout.
 
     ``wait``: what to do when another process holds the claim (see ``claim_video``): by default
-    raise :class:`~anonymask.errors.VideoBusyError` at once. ``run_stage`` replaces
+    raise :class:`~anonymask.core.errors.VideoBusyError` at once. ``run_stage`` replaces
     :func:`execute_stage` (the flow passes its Prefect task); ``on_stage(i, name, result)`` is
     called after each stage. ``time_budget_s``: the video fails with
-    :class:`~anonymask.errors.VideoTimeoutError` when a stage ends past this many seconds and
+    :class:`~anonymask.core.errors.VideoTimeoutError` when a stage ends past this many seconds and
     stages remain (what finished is kept; a rerun with a larger budget resumes). A running stage
     is never interrupted: stopping native code from another thread corrupts the process.
     """
-    from anonymask.errors import VideoTimeoutError
+    from anonymask.core.errors import VideoTimeoutError
     from anonymask.storage.claims import claim_video
 
     run_stage = run_stage or execute_stage

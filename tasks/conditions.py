@@ -21,15 +21,15 @@ from anonymask.tasks.tubelets import tubelet_ids, tubelet_spans
 
 @stage("conditions", deps=("tubelets", "render"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.compose.tubelets import crop_tubelet, points_to_crop
-    from anonymask.models.refine.conditions import (
+    from anonymask.config.stages import stage_backend
+    from anonymask.models.anonymizer.compose.tubelets import crop_tubelet, points_to_crop
+    from anonymask.models.anonymizer.refine.conditions import (
         depth_condition,
         face_condition,
         inverse_depth_range,
         openpose_condition,
         smplh_to_openpose18,
     )
-    from anonymask.models.stage_settings import stage_backend
 
     stage_backend("conditions", cfg)  # the one backend, ``render``: what follows
     depth = entry.array("render/depth")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from anonymask.models.body.tracks import Camera, SMPLHTrack
-from anonymask.models.body.tracks_io import write_tracks
+from anonymask.models.shared.body.tracks import Camera, SMPLHTrack
+from anonymask.models.shared.body.tracks_io import write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 
 

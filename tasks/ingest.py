@@ -7,7 +7,7 @@ applied, fps comes from the frames' timestamps (variable-frame-rate files), and 
 lost frames are counted per video: more than ``ingest.max_bad_frames`` of them fail the video
 with the file and the frame ranges named.
 
-Hard cuts are found while decoding (models/shots.py, ``ingest.cut_threshold``,
+Hard cuts are found while decoding (models/shared/shots.py, ``ingest.cut_threshold``,
 ``ingest.cut_structure``) and stored as ``shots`` ((S, 2) int32, [start, stop) per shot): later
 stages do not carry people or background across a cut.
 
@@ -22,7 +22,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from anonymask.errors import InvalidVideoError
+from anonymask.core.errors import InvalidVideoError
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.video_io import VideoStream
 from anonymask.tasks.common import stage
@@ -51,7 +51,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
-    from anonymask.models.shots import CutDetector, shot_spans
+    from anonymask.models.shared.shots import CutDetector, shot_spans
 
     cap, max_bad = cfg["max_frames"], cfg["max_bad_frames"]
     fw = None

@@ -5,12 +5,12 @@ background.
 Memory is one window of ``window`` (64) frames plus ``context`` (16) either side, and (temporal
 median) a sample of ``sample_frames`` (96) frames spread over the video, whatever its length;
 ``inpainted`` is written shard by shard. A video of at most ``window + 2 * context`` frames is one
-window (the median over the whole video); see models/inpaint/backends.py for longer ones.
+window (the median over the whole video); see models/anonymizer/inpaint/backends.py for longer ones.
 A video with cuts is inpainted shot by shot (``shots``, from ingest): a hole is never filled
 from another scene. A backend that needs a still camera (the temporal median) is replaced, in a
-shot whose view moves (models/shots.py ``camera_drift`` above ``camera_drift``, measured on 8
+shot whose view moves (models/shared/shots.py ``camera_drift`` above ``camera_drift``, measured on 8
 frames spread over the shot, the people's pixels left out), by ``moving_camera`` (default ``aligned_median``:
-each frame filled from its neighbours aligned onto it, models/inpaint/aligned.py): a median over a
+each frame filled from its neighbours aligned onto it, models/anonymizer/inpaint/aligned.py): a median over a
 moving view is a smear of other places. Metric ``moving_shots``.
 
 With ground truth (synthetic data) the same backend also fills the same holes of the video with
@@ -18,7 +18,7 @@ its people replaced by the clean background, and ``fill_coincident`` (T,H,W) boo
 pixels whose fill is the same (within ``COINCIDENT_TOL`` grey levels) either way: a fill the person
 did not cause. A spatial fill can match a person's colour by chance (a grey floor next to grey
 trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
-a person shown (models/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
+a person shown (models/anonymizer/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
 ``person_free_check: false`` skips that second fill (the audit then counts every such pixel), and
 so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is held in memory)."""
 
@@ -43,9 +43,9 @@ PERSON_FREE_MAX_BYTES = 512 * 2**20
 
 @stage("inpaint", deps=("ingest", "segment"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.inpaint.backends import get_inpainter, inpaint_stream
-    from anonymask.models.shots import camera_drift
-    from anonymask.models.stage_settings import stage_backend
+    from anonymask.config.stages import stage_backend
+    from anonymask.models.anonymizer.inpaint.backends import get_inpainter, inpaint_stream
+    from anonymask.models.shared.shots import camera_drift
 
     raw, hole = entry.array("raw"), entry.array("person_hole")
     t_len = raw.shape[0]

@@ -15,7 +15,7 @@ from anonymask.tasks.common import stage
 
 @stage("merge", deps=("inpaint", "render"), backend=lambda c: "alpha")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.compose.merge import merge
+    from anonymask.models.anonymizer.compose.merge import merge
 
     x_dot, rgb, mask = entry.array("inpainted"), entry.array("render/rgb"), entry.array("render/mask")
     t_len = int(x_dot.shape[0])

@@ -12,7 +12,7 @@ from anonymask.tasks.common import stage
 
 def motion_prefix(entry: VideoEntry) -> str:
     """Where the render stage reads tracks: ``motion/`` when the stage changed them."""
-    from anonymask.models.body.tracks_io import has_tracks
+    from anonymask.models.shared.body.tracks_io import has_tracks
 
     rec = entry.record("motion") or {}
     return "motion" if rec.get("config", {}).get("enabled") and has_tracks(entry, "motion") else "pose"
@@ -23,8 +23,8 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if not cfg["enabled"]:
         w.metric(motion_anonymized=False)
         return
-    from anonymask.models.body.tracks_io import read_tracks, write_tracks
-    from anonymask.models.skeleton.pipeline_stage import anonymize_tracks
+    from anonymask.models.anonymizer.skeleton.pipeline_stage import anonymize_tracks
+    from anonymask.models.shared.body.tracks_io import read_tracks, write_tracks
 
     tracks, camera = read_tracks(entry, "pose")
     new_tracks, metrics = anonymize_tracks(tracks, camera, cfg)

@@ -1,8 +1,8 @@
 """Stage ``pose4d``: SMPL-H tracks + camera per video, into ``pose/``.
 
-Backends (models/pose/backends.py): ``mediapipe`` (default) finds every person on every frame
-(models/pose/discover.py; the person detector is ``detector: mediapipe`` offline, or ``rcnn``:
-torchvision Keypoint/Mask R-CNN from ``$ANONYMASK_WEIGHTS``, models/pose/rcnn.py), streaming
+Backends (models/anonymizer/pose/backends.py): ``mediapipe`` (default) finds every person on every frame
+(models/anonymizer/pose/discover.py; the person detector is ``detector: mediapipe`` offline, or ``rcnn``:
+torchvision Keypoint/Mask R-CNN from ``$ANONYMASK_WEIGHTS``, models/anonymizer/pose/rcnn.py), streaming
 ``raw`` in windows of frames, and also writes what later stages need to remove and replace exactly
 those people:
 - ``pose/instances`` (T,H,W) uint16: raw track id + 1 of the person owning each pixel (0: nobody),
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.models.body.tracks_io import has_tracks, read_tracks, write_tracks
-from anonymask.models.pose.keypoints import BODY_JOINTS
+from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
+from anonymask.models.shared.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks, video_shots
 from anonymask.tasks.common import stage
@@ -36,16 +36,16 @@ def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRA
 
 @stage("pose4d", deps=("ingest",))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    """The backend named by ``cfg["backend"]`` (models/pose/backends.py, through the registry)
+    """The backend named by ``cfg["backend"]`` (models/anonymizer/pose/backends.py, through the registry)
     estimates the tracks; this stage gives it the store to read and write through."""
-    from anonymask.models.pose.backends import PoseInputs
-    from anonymask.models.stage_settings import stage_backend
+    from anonymask.config.stages import stage_backend
+    from anonymask.models.anonymizer.pose.backends import PoseInputs
 
     raw = entry.array("raw")
     t_len, h, wd = (int(x) for x in raw.shape[:3])
 
     def instance_outputs():
-        from anonymask.models.pose.discover import paint
+        from anonymask.models.anonymizer.pose.discover import paint
 
         labels = entry.create_array("pose/instances", (t_len, h, wd), np.uint16)
         prob = entry.create_array("pose/person_prob", (t_len, h, wd), np.uint8)
@@ -85,7 +85,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 def visible_faces(entry: VideoEntry, samples: int = 16) -> list[int]:
     """Frames (of up to ``samples`` spread over the video) where the audit's face detector sees a
     face: "no person found" must not be said of a video that shows one."""
-    from anonymask.models.audit import get_auditor
+    from anonymask.models.anonymizer.audit import get_auditor
 
     raw = entry.array("raw")
     faces = get_auditor("face")
@@ -95,8 +95,8 @@ def visible_faces(entry: VideoEntry, samples: int = 16) -> list[int]:
 
 def pose_mpjpe(entry: VideoEntry, fit_tracks: list) -> float:
     """Root-aligned MPJPE (mm) of each ground-truth person matched to the nearest fitted track."""
-    from anonymask.models.body.model import get_body_model
-    from anonymask.models.metrics import mpjpe_mm
+    from anonymask.models.anonymizer.metrics import mpjpe_mm
+    from anonymask.models.shared.body.model import get_body_model
 
     body = get_body_model()
     gt_tracks, _ = read_tracks(entry, "gt/pose")

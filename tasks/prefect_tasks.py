@@ -14,7 +14,7 @@ from anonymask.tasks.common import execute_stage
 def failure_message(stage: str, e: BaseException, store_url: str | None = None) -> str:
     """One line: the stage and the error (whose text names the file for input errors; a full,
     read-only or permission-denied store or source is named with the cause in words)."""
-    from anonymask.errors import AnonymaskError
+    from anonymask.core.errors import AnonymaskError
     from anonymask.storage.faults import fault_line
 
     if isinstance(e, AnonymaskError):

@@ -20,7 +20,7 @@ _REFINERS: dict[str, Any] = {}
 def get_refiner(cfg: dict[str, Any]):
     """The refine backend of these settings, one per worker process (a diffusion pipeline on the
     device is built once and reused by every video)."""
-    from anonymask.models.stage_settings import STAGE_SETTINGS, stage_backend
+    from anonymask.config.stages import STAGE_SETTINGS, stage_backend
     from anonymask.storage.hashing import config_hash
 
     key = config_hash({k: v for k, v in cfg.items() if k not in STAGE_SETTINGS["refine"].model_fields

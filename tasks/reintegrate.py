@@ -23,8 +23,8 @@ from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tub
 @stage("reintegrate", deps=("inpaint", "refine", "tubelets", "segment", "render"), backend=lambda c: "feather")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """Per frame, so window by window: memory is one window whatever the video's length."""
-    from anonymask.models.compose.reintegrate import public_mask, reintegrate
-    from anonymask.models.metrics import person_leak_counts
+    from anonymask.models.anonymizer.compose.reintegrate import public_mask, reintegrate
+    from anonymask.models.anonymizer.metrics import person_leak_counts
 
     x_dot = entry.array("inpainted")
     t_len, h, wd = (int(x) for x in x_dot.shape[:3])
@@ -85,6 +85,6 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 def avatar_band(avatar: np.ndarray, pixels: int = 2) -> np.ndarray:
     """Avatar pixels grown by ``pixels``: where the pasted (resampled, feathered) avatar crop bleeds
     its colours into the background; no real pixel value is shown there."""
-    from anonymask.models.segment.masks import grow
+    from anonymask.models.anonymizer.segment.masks import grow
 
     return grow(avatar.astype(bool), pixels)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.models.body.tracks import hold_edge_poses
-from anonymask.models.body.tracks_io import read_tracks
+from anonymask.models.shared.body.tracks import hold_edge_poses
+from anonymask.models.shared.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, alive, span_of
 from anonymask.storage.windows import frame_windows, video_shots
@@ -28,10 +28,10 @@ from anonymask.tasks.motion import motion_prefix
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""
-    from anonymask.models.body.appearance import AppearanceBank, person_keys
-    from anonymask.models.body.landmarks import face_landmarks
-    from anonymask.models.body.model import get_body_model
-    from anonymask.models.render.renderer import render_sequence
+    from anonymask.models.shared.body.appearance import AppearanceBank, person_keys
+    from anonymask.models.shared.body.landmarks import face_landmarks
+    from anonymask.models.shared.body.model import get_body_model
+    from anonymask.models.shared.render.renderer import render_sequence
 
     tracks, camera = read_tracks(entry, motion_prefix(entry), compact=True)
     h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.models.pose.verify import REJECTED_TRACK
+from anonymask.models.anonymizer.pose.verify import REJECTED_TRACK
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, read_spans, read_window
 from anonymask.storage.windows import frame_windows, video_shots
@@ -63,9 +63,9 @@ def _gap_boxes(shape, boxes: np.ndarray, fill: np.ndarray, t0: int, margin: floa
 
 @stage("segment", deps=("ingest", "pose4d", "render"))
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.segment.backends import SegmentInputs
-    from anonymask.models.segment.masks import build_person_masks, grow, person_mask
-    from anonymask.models.stage_settings import stage_backend
+    from anonymask.config.stages import stage_backend
+    from anonymask.models.anonymizer.segment.backends import SegmentInputs
+    from anonymask.models.anonymizer.segment.masks import build_person_masks, grow, person_mask
 
     thr, b, sigma = cfg["threshold"], cfg["unflicker"], cfg["feather"]
     avatar_in_hole = cfg["avatar_in_hole"]
@@ -208,7 +208,7 @@ class StillRegions:
         if k not in self._cache:
             import cv2
 
-            from anonymask.models.segment.masks import grow
+            from anonymask.models.anonymizer.segment.masks import grow
 
             a, b = self.span(k)
             prob = read(a, b)

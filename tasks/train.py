@@ -1,6 +1,6 @@
 """Prefect tasks of the ``train`` flow: build the feature cache, fit, evaluate, write the report.
 
-Each task wraps one step of models/action/run.py (where the work is done, without Prefect) and
+Each task wraps one step of models/training/action/run.py (where the work is done, without Prefect) and
 adds what Prefect shows: the task's logger, a progress artifact per run, the result as a markdown
 artifact. Tasks exchange settings, store URLs, cache keys and run folders, never arrays or
 models. Every output lives in the run folder (storage/runs.py); each step is skipped when its
@@ -17,8 +17,8 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NONE
 
-from anonymask.models.action.run import build_caches, evaluate_run, fit_run, write_result
-from anonymask.models.action.settings import TrainSettings
+from anonymask.models.training.action.run import build_caches, evaluate_run, fit_run, write_result
+from anonymask.models.training.action.settings import TrainSettings
 from anonymask.tasks.artifacts import artifact_key
 
 

@@ -86,7 +86,7 @@ def track_extents(entry: VideoEntry, j: int, spans: dict[str, np.ndarray], windo
     """(first frame, tight boxes (L,4), present (L,)) of track ``j`` over its stored frames, read
     ``window`` frames at a time (one track: memory does not depend on how many are alive); None
     when it has no pixel."""
-    from anonymask.models.compose.tubelets import mask_extents
+    from anonymask.models.anonymizer.compose.tubelets import mask_extents
 
     a, b = stored_span(spans, j)
     if a >= b:
@@ -110,7 +110,7 @@ def tubelet_span(first: int, present: np.ndarray, context: int, t_len: int) -> t
 
 @stage("tubelets", deps=("merge", "render", "segment"), backend=lambda c: "smooth-square")
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    from anonymask.models.compose.tubelets import boxes_from_extents
+    from anonymask.models.anonymizer.compose.tubelets import boxes_from_extents
 
     size = cfg["size"]
     win_frames = cfg["window"]
@@ -149,7 +149,7 @@ def crop_group(entry: VideoEntry, w: StageWriter, merged, group: list[int], span
                boxes: dict[int, np.ndarray], size: int, window: int) -> None:
     """Crop the tubelets ``group`` from ``merged``, window by window over their frames only; a
     tubelet's writer opens at its first frame and closes after its last."""
-    from anonymask.models.compose.tubelets import crop_tubelet
+    from anonymask.models.anonymizer.compose.tubelets import crop_tubelet
 
     a = int(min(spans[j, 0] for j in group))
     b = int(max(spans[j, 1] for j in group))

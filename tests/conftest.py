@@ -34,7 +34,7 @@ def _one_torch_thread():
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory):
     """The synthetic generator's tiny preset (3 videos, one with two people), once per session."""
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
 
     root = tmp_path_factory.mktemp("tiny") / "raw"
     generate_demo(root, preset="tiny", seed=0)
@@ -88,7 +88,7 @@ def pose2sim_frames():
 def tiny_anonymized(tiny_dataset, tmp_path_factory):
     """The tiny set fully anonymized with ground-truth pose and masks, stages run directly (no
     Prefect): a store URL that tests copy before they modify anything."""
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.store import DatasetStore
     from anonymask.tasks.common import ORDER, run_video

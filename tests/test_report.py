@@ -10,11 +10,11 @@ import statistics
 import pytest
 import torch
 
-from anonymask.models.action.run import build_caches, evaluate_run, fit_run, write_result
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.report import accuracy_table, collect_runs, epsilon_column, method_label, write_report
+from anonymask.cli.report import accuracy_table, collect_runs, epsilon_column, method_label, write_report
+from anonymask.config.training import default_run_name, settings_hash, train_settings
+from anonymask.models.training.action.run import build_caches, evaluate_run, fit_run, write_result
+from anonymask.models.training.action.synthetic import make_synthetic_store
 from anonymask.storage.runs import prepare_run_dir
-from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4,
         "sampling_seed": 100, "compare_accountants": []}  # fmt: skip
@@ -111,7 +111,7 @@ def test_report_files_and_cli(runs_dir, tmp_path, capsys):
         else:
             assert r["epsilon"] == "inf" and r["guarantee"].startswith("none")
 
-    from anonymask.cli import main
+    from anonymask.cli.main import main
 
     assert main(["report", str(runs_dir), "--out", str(tmp_path / "cli"), "--metric", "mean_class_acc"]) == 0
     printed = capsys.readouterr().out

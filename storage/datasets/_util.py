@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 

@@ -1,6 +1,6 @@
 """The synthetic datasets the project generates itself (``demo``, ``synthetic``).
 
-A root written by :func:`anonymask.models.synthetic.generator.generate_dataset` holds
+A root written by :func:`anonymask.models.shared.synthetic.generator.generate_dataset` holds
 ``dataset.json`` (classes, subjects, splits, one entry per video), ``videos/<id>.mp4`` and
 ``gt/<id>.npz`` (exact masks, SMPL-H parameters, joints, clean background). The adapter only reads
 ``dataset.json``; both names read the same layout (``demo`` is the small bundled set, ``synthetic``
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets._util import check_options
 from anonymask.storage.datasets.base import DatasetAdapter, register
 from anonymask.storage.store import VideoInfo

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets._util import check_options, safe_id, unique_ids
 from anonymask.storage.datasets.base import DatasetAdapter, register
 from anonymask.storage.store import VideoInfo

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets._util import check_options, report_bad, safe_id, unique_ids
 from anonymask.storage.datasets.base import DatasetAdapter, register
 from anonymask.storage.datasets.ucf101 import find_dir

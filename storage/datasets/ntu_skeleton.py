@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 
 NUM_JOINTS = 25
 #: Kinect v2 joint order used by NTU

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets._util import check_options, report_bad
 from anonymask.storage.datasets.base import DatasetAdapter, register
 from anonymask.storage.store import VideoInfo

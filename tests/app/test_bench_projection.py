@@ -3,7 +3,7 @@ with its assumptions in the output (the numbers in docs/BENCHMARKS.md come from 
 
 import pytest
 
-from anonymask.bench import NTU60_VIDEOS, ntu60_projection
+from anonymask.bench.harness import NTU60_VIDEOS, ntu60_projection
 
 
 def test_projection_is_videos_times_frames_times_cost_over_workers():
@@ -16,12 +16,12 @@ def test_projection_is_videos_times_frames_times_cost_over_workers():
 
 
 def test_dataset_projections_are_the_stated_arithmetic_on_the_recorded_measurements():
-    """anonymask.projection (issue 31 item 3): its GPU inputs are the recorded gpu-check's, the
+    """anonymask.bench.projection (issue 31 item 3): its GPU inputs are the recorded gpu-check's, the
     anonymize hours on this machine are ntu60_projection's, and training = cache + epochs x epoch."""
     import json
     from pathlib import Path
 
-    from anonymask import projection as P
+    from anonymask.bench import projection as P
 
     rec = json.loads((Path(__file__).parents[2] / "docs/results/gpu/2026-11-26.json").read_text())
     mv = rec["sections"]["mvit"]

@@ -2,7 +2,7 @@
 
 import json
 
-from anonymask.cli import main
+from anonymask.cli.main import main
 
 
 def test_config_show_train_prints_resolved_settings(capsys):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from anonymask.cli import main
-from anonymask.models.privacy import accountant
+from anonymask.cli.main import main
+from anonymask.models.training.privacy import accountant
 
 
 @pytest.mark.parametrize("acc", ["rdp", "pld"])

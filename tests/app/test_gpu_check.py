@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from anonymask import gpu_check
+from anonymask.bench import gpu_check
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu") / "check.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "anonymask.gpu_check", "--tiny", "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "anonymask.bench.gpu_check", "--tiny", "--out", str(out),
                            "--copy-to", str(out.parent / "copied")], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=540)  # fmt: skip
     return proc, out

@@ -27,10 +27,10 @@ def no_network(monkeypatch):
 
 
 def test_weight_backed_components_run_offline(no_network, tmp_path):
-    from anonymask.models.action.mvit import build_action_model
-    from anonymask.models.refine.animatediff import AnimateDiffRefiner
-    from anonymask.models.refine.tiny import build_tiny_refiner_weights
-    from anonymask.models.segment.backends import get_segmenter
+    from anonymask.models.anonymizer.refine.animatediff import AnimateDiffRefiner
+    from anonymask.models.anonymizer.refine.tiny import build_tiny_refiner_weights
+    from anonymask.models.anonymizer.segment.backends import get_segmenter
+    from anonymask.models.training.action.mvit import build_action_model
 
     root = build_tiny_refiner_weights(tmp_path / "w")
     refiner = AnimateDiffRefiner(weights_root=root, num_inference_steps=2, strength=0.8)

@@ -24,7 +24,7 @@ def _anonymize(tiny_dataset, tmp_path, env, timeout=900):
 
 
 def test_default_startup_limit_fits_a_loaded_machine_and_user_setting_wins(tmp_path):
-    code = ("from anonymask.prefect_startup import configure_prefect_env; configure_prefect_env();"
+    code = ("from anonymask.cli.prefect_startup import configure_prefect_env; configure_prefect_env();"
             "from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as T; print(T.value())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(tmp_path), check=True)
     assert int(out.stdout.strip()) >= 120  # Prefect's own default (20 s) failed 5 of 7 first runs
@@ -34,7 +34,7 @@ def test_default_startup_limit_fits_a_loaded_machine_and_user_setting_wins(tmp_p
 
 
 def test_prepare_database_creates_it_once_then_is_quick(tmp_path):
-    code = ("import time; from anonymask.prefect_startup import configure_prefect_env, prepare_database;"
+    code = ("import time; from anonymask.cli.prefect_startup import configure_prefect_env, prepare_database;"
             "configure_prefect_env(); a = prepare_database(None); t = time.perf_counter();"
             "b = prepare_database(None); print(a, b, time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(tmp_path), check=True)

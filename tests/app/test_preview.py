@@ -6,7 +6,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from anonymask.cli import main
+from anonymask.cli.main import main
 from anonymask.storage.store import DatasetStore, VideoInfo
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -9,11 +9,11 @@ import shutil
 import pytest
 import torch
 
-from anonymask.cli import main
-from anonymask.models.action.run import build_caches, evaluate_run, fit_run, write_result
-from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.cli.main import main
+from anonymask.config.training import default_run_name, settings_hash, train_settings
+from anonymask.models.training.action.run import build_caches, evaluate_run, fit_run, write_result
+from anonymask.models.training.action.synthetic import make_synthetic_store
 from anonymask.storage.runs import prepare_run_dir
-from anonymask.train_config import default_run_name, settings_hash, train_settings
 
 TINY = {"size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4, "compare_accountants": []}
 

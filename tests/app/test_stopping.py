@@ -127,7 +127,7 @@ def test_a_signal_during_an_import_waits_for_the_import_to_finish(tmp_path):
         f"pathlib.Path({str(tmp_path / 'imported')!r}).touch()\n")
     script = ("import sys, time\n"
               f"sys.path.insert(0, {str(tmp_path)!r})\n"
-              "from anonymask.stopping import stop_on_signals\n"
+              "from anonymask.core.stopping import stop_on_signals\n"
               "with stop_on_signals():\n"
               "    import slowmod\n"
               "    time.sleep(30)\n")

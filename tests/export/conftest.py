@@ -12,7 +12,7 @@ from export_helpers import SILENT, remux_with_audio
 @pytest.fixture(scope="session")
 def audio_store(tiny_dataset, tmp_path_factory):
     """(store url, source root): the tiny set, two of its videos with an audio track, anonymized."""
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.store import DatasetStore
     from anonymask.tasks.common import ORDER, run_video

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from anonymask.core.errors import DatasetError
 from anonymask.data import (
     ExportClips,
     StoreClips,
@@ -16,7 +17,6 @@ from anonymask.data import (
     dp_batch_sampler,
     dp_collate,
 )
-from anonymask.errors import DatasetError
 from anonymask.storage.export import ExportOptions, export_store
 from anonymask.storage.store import DatasetStore
 

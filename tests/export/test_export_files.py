@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from export_helpers import SILENT, audio_duration, audio_packets
 
-from anonymask.cli import main
+from anonymask.cli.main import main
 from anonymask.storage.export import (
     MANIFEST,
     README,

@@ -34,7 +34,7 @@ def _package_file(module: str, rel: str) -> Path:
 
 
 def test_real_footage_export_keeps_frames_fps_and_audio(tmp_path):
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.storage.datasets import get_adapter
     from anonymask.tasks.common import ORDER, run_video
 

@@ -95,7 +95,7 @@ def test_end_to_end_resume_and_config_change(prefect_api, tiny_copy, tmp_path):
 def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path, capsys):
     """Through the CLI: exit 1 when some videos failed, each printed once with stage and reason,
     no traceback on the console, the traceback in the run's log file; exit 2 when nothing can run."""
-    from anonymask.cli import main
+    from anonymask.cli.main import main
 
     meta = json.loads((tiny_copy / "dataset.json").read_text())
     (tiny_copy / "videos" / "broken.mp4").write_text("this is not a video")
@@ -141,7 +141,7 @@ def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path, ca
 @pytest.mark.slow
 def test_mediapipe_path_on_demo_video(prefect_api, tmp_path):
     """The offline default backends (mediapipe pose + segmentation) on one demo-size video."""
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
 
     root = tmp_path / "raw"
     generate_demo(root, preset="demo", seed=0)

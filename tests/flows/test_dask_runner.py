@@ -48,7 +48,7 @@ def test_dask_runner_matches_local_shows_progress_and_retries_a_killed_worker(pr
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
     from anonymask.tasks.artifacts import artifact_key
 
     root = generate_demo(tmp_path / "raw", preset="demo", seed=0)

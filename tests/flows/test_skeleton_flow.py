@@ -4,11 +4,11 @@ import json
 
 import numpy as np
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import Camera, SMPLHTrack, upright_orient
-from anonymask.models.body.tracks_io import write_tracks
-from anonymask.models.skeleton.anonymizers import load_anonymizer
-from anonymask.models.skeleton.export import export_skeletons
+from anonymask.models.anonymizer.skeleton.anonymizers import load_anonymizer
+from anonymask.models.anonymizer.skeleton.export import export_skeletons
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.shared.body.tracks_io import write_tracks
 from anonymask.storage.store import DatasetStore, VideoInfo
 
 

@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.privacy.accountant import epsilon as account
+from anonymask.config.training import default_run_name, train_settings
+from anonymask.models.training.action.synthetic import make_synthetic_store
+from anonymask.models.training.privacy.accountant import epsilon as account
 from anonymask.storage.store import DatasetStore
-from anonymask.train_config import default_run_name, train_settings
 
 TINY = {
     "size": [32, 32], "clip_len": 8, "frame_stride": 1, "epochs": 1, "batch_size": 4, "noise_seed": 0,
@@ -192,7 +192,7 @@ def test_bad_settings_fail_in_one_line_before_any_work(tmp_path):
 
 
 def test_cli_train(prefect_api, store, tmp_path, capsys):
-    from anonymask.cli import main
+    from anonymask.cli.main import main
 
     sets = [f"{k}={json.dumps(v)}" for k, v in TINY.items()]
     rc = main(["train", "--mode", "maskdp", "--dataset", "synthetic", "--store", store, "--epsilon", "3",

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from anonymask.models.metrics import mask_iou, mpjpe_mm, person_leak, psnr
+from anonymask.models.anonymizer.metrics import mask_iou, mpjpe_mm, person_leak, psnr
 
 
 def scene(t=6, h=32, w=40, seed=0):

@@ -3,8 +3,8 @@ replace the first silently); the same factory registered again (a module importe
 
 import pytest
 
-from anonymask.errors import SettingsError
-from anonymask.models import registry
+from anonymask.core import registry
+from anonymask.core.errors import SettingsError
 
 
 def _first(**kw):
@@ -27,6 +27,6 @@ def test_a_different_backend_under_a_taken_name_is_refused(toy_kind):
     with pytest.raises(SettingsError, match="registered twice: .*_first and .*_second"):
         registry.declare(toy_kind, "a", _second, summary="another")
     assert registry._BACKENDS[toy_kind]["a"]._target is _first
-    registry.declare(toy_kind, "lazy", "anonymask.models.refine.animatediff:AnimateDiffRefiner")
+    registry.declare(toy_kind, "lazy", "anonymask.models.anonymizer.refine.animatediff:AnimateDiffRefiner")
     with pytest.raises(SettingsError, match="registered twice"):
-        registry.declare(toy_kind, "lazy", "anonymask.models.refine.tiny:Other")
+        registry.declare(toy_kind, "lazy", "anonymask.models.anonymizer.refine.tiny:Other")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from anonymask.models.shots import CutDetector, shot_spans
+from anonymask.models.shared.shots import CutDetector, shot_spans
 
 
 def _scene(seed, t_len, h=48, w=64, pan=0):
@@ -89,7 +89,7 @@ def test_a_cut_between_two_views_of_one_room_is_found_by_its_layout(pose2sim_fra
 
 
 def test_camera_drift_sees_a_pan_not_a_person_walking_on_a_still_view():
-    from anonymask.models.shots import camera_drift
+    from anonymask.models.shared.shots import camera_drift
 
     still = _scene(3, 8, h=60, w=80)
     walker = still.copy()

@@ -9,10 +9,10 @@ from typing import Annotated
 import pytest
 from pydantic import Field, ValidationError
 
-from anonymask.config import parse_overrides, pipeline_config
-from anonymask.errors import SettingsError
-from anonymask.models import registry
-from anonymask.models.stage_settings import STAGE_SETTINGS, hashed_settings, validate_stage
+from anonymask.config.pipeline import parse_overrides, pipeline_config
+from anonymask.config.stages import STAGE_SETTINGS, hashed_settings, validate_stage
+from anonymask.core import registry
+from anonymask.core.errors import SettingsError
 from anonymask.storage.hashing import config_hash
 
 
@@ -78,7 +78,7 @@ def test_backend_settings_reach_the_backend():
     assert cfg["inpaint"] == {"backend": "opencv", "window": 64, "context": 16, "sample_frames": 96,
                               "moving_camera": "aligned_median", "camera_drift": 0.012, "person_free_check": True,
                               "method": "ns", "radius": 3}
-    from anonymask.models.stage_settings import stage_backend
+    from anonymask.config.stages import stage_backend
 
     inp = stage_backend("inpaint", cfg["inpaint"])
     assert type(inp).__name__ == "OpenCVInpainter" and inp.radius == 3

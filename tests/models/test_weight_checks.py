@@ -3,9 +3,9 @@ the offline defaults need no weights."""
 
 import pytest
 
-from anonymask.config import pipeline_config
-from anonymask.errors import MissingWeightsError
-from anonymask.models.stage_settings import check_weights
+from anonymask.config.pipeline import pipeline_config
+from anonymask.config.stages import check_weights
+from anonymask.core.errors import MissingWeightsError
 
 CASES = [
     ({"audit": {"detectors": ["face", "hog", "fcos"]}}, ["torchvision/fcos_resnet50_fpn_coco-99b0c9b7.pth"]),
@@ -49,7 +49,7 @@ def test_animatediff_refine_weights_are_checked_too(tmp_path, monkeypatch):
 
 
 def test_cli_stops_before_any_work_with_one_line(tmp_path, monkeypatch, capsys):
-    from anonymask.cli import main
+    from anonymask.cli.main import main
 
     monkeypatch.setenv("ANONYMASK_WEIGHTS", str(tmp_path / "weights"))
     store = tmp_path / "s.zarr"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from anonymask.errors import InputsChangedError, VideoBusyError
+from anonymask.core.errors import InputsChangedError, VideoBusyError
 from anonymask.storage.claims import claim_video, video_holder
 from anonymask.storage.inspect import verify_store
 from anonymask.storage.store import DatasetStore, VideoInfo
@@ -75,7 +75,7 @@ def test_claims_are_reentrant_in_one_thread(tmp_path):
 
 def _run_trials(urls, vid, me, tmp):
     """In each store in turn: wait until the other process is ready too, then run every stage."""
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.tasks.common import run_video
 
     cfg = pipeline_config("demo", GT)
@@ -90,7 +90,7 @@ def _run_trials(urls, vid, me, tmp):
 @pytest.fixture(scope="module")
 def tiny_store_template(tiny_dataset, tmp_path_factory):
     """An empty registered store over the tiny set (copied per trial)."""
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.storage.datasets import get_adapter
     from anonymask.tasks.common import ORDER
 
@@ -132,7 +132,7 @@ def test_a_stage_whose_inputs_change_under_it_is_not_recorded_done(tiny_store_te
     import dataclasses
     import shutil
 
-    from anonymask.config import pipeline_config
+    from anonymask.config.pipeline import pipeline_config
     from anonymask.tasks import common
 
     url = str(tmp_path / "s.zarr")
@@ -162,8 +162,8 @@ def test_a_stage_whose_inputs_change_under_it_is_not_recorded_done(tiny_store_te
 def test_a_video_past_its_time_budget_fails_and_keeps_what_it_finished(tiny_store_template, tmp_path):
     import shutil
 
-    from anonymask.config import pipeline_config
-    from anonymask.errors import VideoTimeoutError
+    from anonymask.config.pipeline import pipeline_config
+    from anonymask.core.errors import VideoTimeoutError
     from anonymask.tasks.common import run_video
 
     url = str(tmp_path / "s.zarr")

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 
-from anonymask.cli import main
+from anonymask.cli.main import main
 from anonymask.storage.inspect import status_report, verify_store
 from anonymask.storage.store import DatasetStore, VideoInfo
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from anonymask.errors import DatasetError, StoreError
+from anonymask.core.errors import DatasetError, StoreError
 from anonymask.storage.preflight import check_run_target
 
 

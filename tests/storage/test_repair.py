@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anonymask.cli import main
+from anonymask.cli.main import main
 from anonymask.storage.inspect import verify_store
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.common import stage_deps

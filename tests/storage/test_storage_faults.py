@@ -29,7 +29,7 @@ from anonymask.tasks.common import stage_deps
 DRIVER = r"""
 import json, sys, time
 from pathlib import Path
-from anonymask.config import pipeline_config
+from anonymask.config.pipeline import pipeline_config
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.common import ORDER, execute_stage, run_video
@@ -171,8 +171,8 @@ def test_injected_write_fault_fails_the_stage_in_one_line_and_keeps_finished_sta
     partial arrays back, and the stages before it stay done and verified."""
     import zarr
 
-    from anonymask.config import pipeline_config
-    from anonymask.errors import StoreError
+    from anonymask.config.pipeline import pipeline_config
+    from anonymask.core.errors import StoreError
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.faults import FAULTS
     from anonymask.tasks.common import ORDER, execute_stage
@@ -238,8 +238,8 @@ def test_permission_denied_source_is_one_line_naming_the_file(tiny_dataset, tmp_
 
     import av
 
-    from anonymask.config import pipeline_config
-    from anonymask.errors import InvalidVideoError
+    from anonymask.config.pipeline import pipeline_config
+    from anonymask.core.errors import InvalidVideoError
     from anonymask.storage.datasets import get_adapter
     from anonymask.tasks.common import ORDER, execute_stage
 

@@ -3,7 +3,7 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 
-from anonymask.errors import StoreError
+from anonymask.core.errors import StoreError
 from anonymask.storage.store import DatasetStore, VideoInfo
 
 

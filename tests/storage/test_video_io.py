@@ -11,7 +11,7 @@ import av
 import numpy as np
 import pytest
 
-from anonymask.errors import InvalidVideoError
+from anonymask.core.errors import InvalidVideoError
 from anonymask.storage import video_io
 from anonymask.storage.video_io import (
     Mp4Writer,

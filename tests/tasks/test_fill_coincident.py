@@ -5,7 +5,7 @@ import shutil
 
 import numpy as np
 
-from anonymask.config import pipeline_config
+from anonymask.config.pipeline import pipeline_config
 from anonymask.storage.store import DatasetStore
 
 

@@ -11,8 +11,8 @@ import av
 import numpy as np
 import pytest
 
-from anonymask.config import pipeline_config
-from anonymask.errors import InvalidVideoError
+from anonymask.config.pipeline import pipeline_config
+from anonymask.core.errors import InvalidVideoError
 from anonymask.storage.inspect import format_status_table, status_report
 from anonymask.storage.store import DatasetStore, VideoInfo
 from anonymask.tasks.common import execute_stage
@@ -199,7 +199,7 @@ def test_a_shot_whose_camera_moves_takes_the_moving_camera_backend(tmp_path):
     ``moving_camera=same`` keeps the median everywhere."""
     import cv2
 
-    from anonymask.models.inpaint import get_inpainter
+    from anonymask.models.anonymizer.inpaint import get_inpainter
     from anonymask.tasks import inpaint
 
     rng = np.random.default_rng(0)

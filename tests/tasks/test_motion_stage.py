@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.config import pipeline_config
-from anonymask.errors import AnonymaskError
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import Camera, SMPLHTrack, upright_orient
-from anonymask.models.body.tracks_io import read_tracks, write_tracks
-from anonymask.models.skeleton.anonymizers import ResidualMLPAnonymizer, save_anonymizer
-from anonymask.models.skeleton.pipeline_stage import anonymize_tracks
+from anonymask.config.pipeline import pipeline_config
+from anonymask.core.errors import AnonymaskError
+from anonymask.models.anonymizer.skeleton.anonymizers import ResidualMLPAnonymizer, save_anonymizer
+from anonymask.models.anonymizer.skeleton.pipeline_stage import anonymize_tracks
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.shared.body.tracks_io import read_tracks, write_tracks
 from anonymask.storage.store import DatasetStore, VideoInfo
 from anonymask.tasks.common import execute_stage
 from anonymask.tasks.motion import motion_prefix

@@ -3,7 +3,7 @@ segment, except where a kept person's box lies over them."""
 
 import numpy as np
 
-from anonymask.models.pose.verify import REJECTED_TRACK
+from anonymask.models.anonymizer.pose.verify import REJECTED_TRACK
 from anonymask.tasks.segment import lut_map, without_rejected
 
 

@@ -16,7 +16,7 @@ from anonymask.storage.store import DatasetStore
 #: left as such a run left it (no source_identity attr, no checksum cache).
 DRIVER = r"""
 import json, sys
-from anonymask.config import pipeline_config
+from anonymask.config.pipeline import pipeline_config
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.common import ORDER, STAGES, load_stages, run_video

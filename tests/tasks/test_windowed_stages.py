@@ -7,7 +7,7 @@ video goes through every stage."""
 import numpy as np
 import pytest
 
-from anonymask.config import pipeline_config
+from anonymask.config.pipeline import pipeline_config
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.inspect import verify_store
 from anonymask.storage.store import DatasetStore
@@ -59,7 +59,7 @@ def test_window_size_does_not_change_any_result(tiny_dataset, tiny_anonymized, t
 
 @pytest.fixture(scope="module")
 def one_frame_dataset(tmp_path_factory):
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
 
     root = tmp_path_factory.mktemp("one") / "raw"
     generate_demo(root, preset="tiny", seed=0, frames=1)
@@ -173,7 +173,7 @@ def test_a_still_part_is_added_only_to_the_frames_its_person_is_in():
 def test_pose4d_window_does_not_change_tracks(tmp_path):
     """pose4d (MediaPipe discovery, back-filling, face search) streams ``raw`` in windows; people
     are followed frame by frame, so windows of 5 frames give exactly the arrays of one window."""
-    from anonymask.models.synthetic.generator import generate_demo
+    from anonymask.models.shared.synthetic.generator import generate_demo
     from anonymask.tasks.common import execute_stage
 
     root = tmp_path / "raw"
@@ -202,8 +202,8 @@ def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4, compac
     (segment's ``gt`` backend)."""
     import shutil
 
-    from anonymask.models.body.tracks import Camera
-    from anonymask.models.body.tracks_io import read_tracks, write_tracks
+    from anonymask.models.shared.body.tracks import Camera
+    from anonymask.models.shared.body.tracks_io import read_tracks, write_tracks
 
     src = DatasetStore.open(tiny_anonymized)
     vid = next(v for v in src.video_ids() if src.video(v).read("render/track_masks_spans").shape[0] == 2)
@@ -239,8 +239,8 @@ def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4, compac
 def test_render_reads_compact_tracks_as_whole_video_ones(tiny_anonymized, tmp_path):
     """pose4d stores each track over its own frames only; render (which reads them so, window by
     window) draws exactly what it draws from the same tracks stored over the whole video."""
-    from anonymask.models.body.tracks_io import read_tracks
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
+    from anonymask.models.shared.body.tracks_io import read_tracks
     from anonymask.tasks import render
 
     outs = {}
@@ -278,7 +278,7 @@ def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_pat
     with tracks that are not alive in the window it computes: 16 tracks one after another (one
     alive in every window of 2 frames) cost render and segment what one track costs. The old
     (T, N, H, W) layout held every track in every window (and a whole shard of them)."""
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment
 
     peaks = {}
@@ -316,7 +316,7 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
     """16 tracks are 16 tubelets: ``tubelets`` reads one track at a time and crops
     ``open_writers`` of them per group, so its peak with 16 tracks stays near one track's (all 16
     writers at once held 16 buffers of crops)."""
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment, tubelets
 
     frames = 32
@@ -346,7 +346,7 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
 def _compose_stages(e, overrides):
     """tubelets -> conditions -> refine (none) -> reintegrate on a store with render and segment
     done, ``merged`` and ``inpainted`` set: the arrays they write."""
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
     from anonymask.tasks import conditions, refine, reintegrate, tubelets
 
     for name, fn in (("tubelets", tubelets.run), ("conditions", conditions.run), ("refine", refine.run),
@@ -362,7 +362,7 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
     frames people are in, not tracks x video length; what reintegration makes of them (the
     anonymized video and the public mask) is bit-identical to whole-video tubelets, because a
     tubelet is pasted only where its person's alpha is."""
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment
     from anonymask.tasks.tubelets import alpha_spans, track_alphas
 
@@ -407,7 +407,7 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
 def test_a_tubelet_that_misses_its_persons_frames_fails_reintegration(tiny_anonymized, tmp_path, monkeypatch):
     """A tubelet must hold every frame its person has pixels in; one frame short and reintegration
     fails naming it (instead of leaving that frame's person to the background fill)."""
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment, tubelets
 
     frames = 16
@@ -450,7 +450,7 @@ def _record_from_older_code(tiny_anonymized, url, stage, version_key):
     gave it (without ``version_key``); returns (entry, cfg)."""
     import shutil
 
-    from anonymask.models.stage_settings import hashed_settings, validate_stage
+    from anonymask.config.stages import hashed_settings, validate_stage
     from anonymask.storage.hashing import config_hash
 
     shutil.copytree(tiny_anonymized, url)
@@ -526,8 +526,8 @@ def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_pa
     the track's first and last pose that many frames (``render.hold_ends``), so no hole lies
     there without an avatar (with no hold: the audit's erased-person finding that bikes.mp4,
     Sports2D and a Pose2Sim view showed at the frame before a track's first)."""
-    from anonymask.models.audit.erased import scan_erased
-    from anonymask.models.stage_settings import validate_stage
+    from anonymask.config.stages import validate_stage
+    from anonymask.models.anonymizer.audit.erased import scan_erased
     from anonymask.storage.tracks import read_spans
     from anonymask.tasks import render, segment
 

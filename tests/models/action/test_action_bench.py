@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anonymask.models.action.bench import bench_epoch
+from anonymask.bench.action import bench_epoch
 
 
 @pytest.mark.parametrize("with_cache", [False, True])
@@ -17,7 +17,7 @@ def test_bench_epoch_reports_both_paths(with_cache, tmp_path):
 
 
 def test_bench_tail_steps_reports_every_mode_against_dpsgd():
-    from anonymask.models.action.bench import bench_tail_steps
+    from anonymask.bench.action import bench_tail_steps
 
     r = bench_tail_steps(arch="tiny", batch_size=4, num_classes=3, repeats=1, public_fraction=0.5)
     assert set(r["steps"]) == {"nonprivate", "dpsgd", "maskdp", "maskdp_public2", "fpdp", "fpdp_public2",

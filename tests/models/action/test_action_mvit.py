@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.action.mvit import build_action_model, load_torchvision_state_dict
-from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.training.action.mvit import build_action_model, load_torchvision_state_dict
+from anonymask.models.training.action.token_masks import model_public_tokens
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_full_mvit_v2_s_default_trainable_set_is_about_50k():
 
 @pytest.mark.slow
 def test_mvit_v2_s_matches_torchvision_architecture():
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()
     from torchvision.models.video import mvit_v2_s

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.errors import DatasetError
-from anonymask.models.action.clips import (
+from anonymask.core.errors import DatasetError
+from anonymask.models.training.action.clips import (
     KINETICS_MEAN,
     KINETICS_STD,
     ClipDataset,
@@ -16,7 +16,7 @@ from anonymask.models.action.clips import (
     make_loader,
     resize_clip,
 )
-from anonymask.models.action.synthetic import make_synthetic_store
+from anonymask.models.training.action.synthetic import make_synthetic_store
 from anonymask.storage.store import DatasetStore
 
 

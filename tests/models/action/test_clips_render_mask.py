@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from anonymask.models.action.clips import ClipDataset
+from anonymask.models.training.action.clips import ClipDataset
 from anonymask.storage.store import DatasetStore, VideoInfo
 
 

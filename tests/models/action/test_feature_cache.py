@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from anonymask.errors import StoreError
-from anonymask.models.action.clips import ClipDataset, Collate
-from anonymask.models.action.feature_cache import (
+from anonymask.core.errors import StoreError
+from anonymask.models.training.action.clips import ClipDataset, Collate
+from anonymask.models.training.action.feature_cache import (
     FeatureCache,
     build_feature_cache,
     cache_key,
     feature_key,
 )
-from anonymask.models.action.mvit import build_action_model
-from anonymask.models.action.prefix import FrozenPrefix, TrainableTail, feature_shape
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.token_masks import model_public_tokens
+from anonymask.models.training.action.mvit import build_action_model
+from anonymask.models.training.action.prefix import FrozenPrefix, TrainableTail, feature_shape
+from anonymask.models.training.action.synthetic import make_synthetic_store
+from anonymask.models.training.action.token_masks import model_public_tokens
 from anonymask.storage.store import DatasetStore
 
 
@@ -190,7 +190,7 @@ def test_cache_writes_a_shard_at_a_time_and_resumes_across_shards(store_url, mon
     import numpy as np
     import zarr
 
-    from anonymask.models.action import feature_cache as fc
+    from anonymask.models.training.action import feature_cache as fc
 
     monkeypatch.setattr(fc, "SHARD_CLIPS", 4)
     model = build_action_model(3, arch="tiny", seed=9)

@@ -1,4 +1,4 @@
-"""The DP modes wired into the trainer: same numbers as models/privacy on the full model,
+"""The DP modes wired into the trainer: same numbers as models/training/privacy on the full model,
 invariant 2 at the model level, tiny end-to-end runs per mode (clips and cached features), and
 the trainer's own paths pinned against the mistakes that void a guarantee: a public term that
 depends on the private batch (invariant 8) or on private pixels (2), a subspace from private data
@@ -12,19 +12,19 @@ import math
 import pytest
 import torch
 
-from anonymask.models.action.clips import ClipDataset, Collate
-from anonymask.models.action.feature_cache import build_feature_cache, variant_input
-from anonymask.models.action.mvit import build_action_model
-from anonymask.models.action.prefix import FrozenPrefix, TrainableTail
-from anonymask.models.action.settings import TrainSettings
-from anonymask.models.action.strategies import PrivateStrategy, StepBatch
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.token_masks import model_public_tokens
-from anonymask.models.action.trainer import Trainer
-from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads
-from anonymask.models.privacy.dpsgd import dpsgd_gradients
-from anonymask.models.privacy.fpdp import PublicSubspace
-from anonymask.models.privacy.mechanism import PrivateStep, private_token_inputs, public_token_inputs
+from anonymask.models.training.action.clips import ClipDataset, Collate
+from anonymask.models.training.action.feature_cache import build_feature_cache, variant_input
+from anonymask.models.training.action.mvit import build_action_model
+from anonymask.models.training.action.prefix import FrozenPrefix, TrainableTail
+from anonymask.models.training.action.settings import TrainSettings
+from anonymask.models.training.action.strategies import PrivateStrategy, StepBatch
+from anonymask.models.training.action.synthetic import make_synthetic_store
+from anonymask.models.training.action.token_masks import model_public_tokens
+from anonymask.models.training.action.trainer import Trainer
+from anonymask.models.training.privacy.clipping import flatten, per_sample_grads, summed_grads
+from anonymask.models.training.privacy.dpsgd import dpsgd_gradients
+from anonymask.models.training.privacy.fpdp import PublicSubspace
+from anonymask.models.training.privacy.mechanism import PrivateStep, private_token_inputs, public_token_inputs
 
 
 def maskdp_gradients(model, params, x, y, pub, C, sigma, eb, generator):
@@ -314,8 +314,8 @@ def test_fpdp_subspace_and_psi_term_come_from_public_data_through_the_trainer(da
     expected.update(flatten(per_sample_grads(t.net, sx, sy, start), batched=True))
     assert torch.equal(t.strategy.step_fn.subspace.basis, expected.basis)
     # the reference psi term: the first public draw of the trainer's public sampler, blurred
-    from anonymask.models.action.trainer import _derived_seed
-    from anonymask.models.privacy.sampler import PoissonBatchSampler
+    from anonymask.models.training.action.trainer import _derived_seed
+    from anonymask.models.training.privacy.sampler import PoissonBatchSampler
 
     idx = next(iter(PoissonBatchSampler(t.num_records, t.sample_rate, steps=1,
                                         seed=_derived_seed(t.public_seed, "public", 0))))  # fmt: skip

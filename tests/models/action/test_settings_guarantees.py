@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from anonymask.errors import SettingsError
-from anonymask.models.action.settings import HOLDOUT_MAX
-from anonymask.train_config import default_run_name, train_settings
+from anonymask.config.training import default_run_name, train_settings
+from anonymask.core.errors import SettingsError
+from anonymask.models.training.action.settings import HOLDOUT_MAX
 
 
 def _s(mode="fpdp", **overrides):

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from anonymask.models.action.token_masks import public_tokens, token_grid
+from anonymask.models.training.action.token_masks import public_tokens, token_grid
 
 GEOMETRIES = [
     ((3, 7, 7), (2, 4, 4), (1, 3, 3)),  # MViTv2-S patch embedding

@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
-from anonymask.models.action.clips import ClipDataset
-from anonymask.models.action.feature_cache import build_feature_cache
-from anonymask.models.action.metrics import classification_metrics
-from anonymask.models.action.mvit import build_action_model
-from anonymask.models.action.settings import TrainSettings
-from anonymask.models.action.synthetic import make_synthetic_store
-from anonymask.models.action.trainer import Trainer, lr_lambda
+from anonymask.models.training.action.clips import ClipDataset
+from anonymask.models.training.action.feature_cache import build_feature_cache
+from anonymask.models.training.action.metrics import classification_metrics
+from anonymask.models.training.action.mvit import build_action_model
+from anonymask.models.training.action.settings import TrainSettings
+from anonymask.models.training.action.synthetic import make_synthetic_store
+from anonymask.models.training.action.trainer import Trainer, lr_lambda
 
 CLIP = dict(clip_len=8, frame_stride=1, size=(32, 32), clips_per_video=1)
 

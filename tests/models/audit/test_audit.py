@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.audit import audit_frames, available_auditors, get_auditor
+from anonymask.models.anonymizer.audit import audit_frames, available_auditors, get_auditor
 
 
 def test_registry():
@@ -51,7 +51,7 @@ def test_hog_finding_needs_the_pose_model_to_agree(pose2sim_frames):
 
 
 def test_ground_truth_leak_fails_a_video_that_shows_a_person_and_passes_one_that_does_not():
-    from anonymask.models.audit import gt_leak
+    from anonymask.models.anonymizer.audit import gt_leak
 
     rng = np.random.default_rng(0)
     bg = rng.integers(0, 255, (20, 30, 3), np.uint8)
@@ -72,7 +72,7 @@ def test_ground_truth_leak_does_not_count_a_fill_that_matches_the_person_by_chan
     """A hole pixel whose fill is the same without the person (the inpaint stage's
     ``fill_coincident``) shows nothing of them, even where its colour is theirs; any other pixel
     that shows their colour still counts, and ``strict`` counts both (the check of before)."""
-    from anonymask.models.audit import gt_leak
+    from anonymask.models.anonymizer.audit import gt_leak
 
     rng = np.random.default_rng(1)
     bg = rng.integers(0, 120, (20, 30, 3), np.uint8)
@@ -95,8 +95,8 @@ def test_ground_truth_leak_counts_the_pixels_the_real_leak_metric_counts():
     """The audit's oracle and the ``real_leak`` metric are one definition: on a random chunk (some
     pixels shown, some removed, some near the background's colour, some under avatars) both count
     the same leaked and distinguishable pixels, with one background image or one per frame."""
-    from anonymask.models.audit.ground_truth import leaked_pixels
-    from anonymask.models.metrics import person_leak_counts
+    from anonymask.models.anonymizer.audit.ground_truth import leaked_pixels
+    from anonymask.models.anonymizer.metrics import person_leak_counts
 
     rng = np.random.default_rng(3)
     bg = rng.integers(0, 255, (24, 32, 3), np.uint8)

@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from anonymask.config import pipeline_config
-from anonymask.errors import AuditError
-from anonymask.models.audit.margin import HEADROOM_CAP, audit_margin, headroom
+from anonymask.config.pipeline import pipeline_config
+from anonymask.core.errors import AuditError
+from anonymask.models.anonymizer.audit.margin import HEADROOM_CAP, audit_margin, headroom
 from anonymask.storage.inspect import format_status_table, status_report
 from anonymask.storage.store import DatasetStore
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from anonymask.models.audit import AuditReport
-from anonymask.models.audit.erased import scan_erased
+from anonymask.models.anonymizer.audit import AuditReport
+from anonymask.models.anonymizer.audit.erased import scan_erased
 from anonymask.storage.store import DatasetStore
 
 

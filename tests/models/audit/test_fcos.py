@@ -4,9 +4,9 @@ torchvision's own state-dict format, through the audit's decision."""
 import numpy as np
 import pytest
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.audit import audit_frames, get_auditor
-from anonymask.models.audit.fcos import FCOS_FILE, load_fcos
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.anonymizer.audit import audit_frames, get_auditor
+from anonymask.models.anonymizer.audit.fcos import FCOS_FILE, load_fcos
 
 
 def test_missing_weights_name_the_file(tmp_path, monkeypatch):
@@ -21,7 +21,7 @@ def test_missing_weights_name_the_file(tmp_path, monkeypatch):
 def _save_random_fcos(root, favour: int):
     """A randomly initialised FCOS whose class head favours COCO class ``favour`` (so that random
     weights still give confident boxes of one known class)."""
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()
     import torch

@@ -5,9 +5,9 @@ import sys
 import numpy as np
 import pytest
 
-from anonymask.models.body.appearance import AppearanceBank
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.body.appearance import AppearanceBank
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_choose_is_stable_across_processes(bank):
     assert len(set(here)) >= 15  # keys spread over the bank
     assert here == [AppearanceBank.key_index(k, 32) for k in keys]
     # the mapping does not depend on the process (Python's hash() would: PYTHONHASHSEED)
-    code = ("from anonymask.models.body.appearance import AppearanceBank as B;"
+    code = ("from anonymask.models.shared.body.appearance import AppearanceBank as B;"
             f"print([B.key_index(k, 32) for k in {keys!r}])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "123"})
@@ -100,7 +100,7 @@ def test_one_person_seen_as_tracks_in_turn_keeps_one_appearance():
     """carphone: a face avatar (frames 0-44), a posed one (45-67), a face one again (68-99) for one
     man changed clothes twice. Tracks in turn at the same place are one person's; people seen
     at the same time, far apart, or after a long gap are not."""
-    from anonymask.models.body.appearance import person_keys
+    from anonymask.models.shared.body.appearance import person_keys
 
     spans = [(0, 45), (45, 68), (68, 100), (10, 90), (80, 100), (0, 0)]
     boxes = _boxes(6, 100, {0: (0, 45, (80, 70), 100), 1: (45, 68, (85, 72), 110), 2: (68, 100, (78, 70), 100),

@@ -3,11 +3,16 @@ import shutil
 import numpy as np
 import pytest
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.body import model as body_model_module
-from anonymask.models.body.model import BodyModel, BodyModelFilesError, get_body_model, relaxed_hand_pose
-from anonymask.models.body.tracks import JOINT_INDEX as J
-from anonymask.models.body.tracks import SMPLHTrack, upright_orient
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.shared.body import model as body_model_module
+from anonymask.models.shared.body.model import (
+    BodyModel,
+    BodyModelFilesError,
+    get_body_model,
+    relaxed_hand_pose,
+)
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.body.tracks import SMPLHTrack, upright_orient
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +184,7 @@ def test_posing_is_bit_identical_whatever_torch_thread_count(frames):
     and one pixel of the tiny set's repair came out off by one (issue 32)."""
     import torch
 
-    from anonymask.models.body.model import get_body_model
+    from anonymask.models.shared.body.model import get_body_model
 
     body = get_body_model()
     rng = np.random.default_rng(3)

@@ -3,9 +3,9 @@ import pytest
 import torch
 import trimesh
 
-from anonymask.models.body import procedural as P
-from anonymask.models.body.tracks import JOINT_INDEX as J
-from anonymask.models.body.tracks import PARENTS
+from anonymask.models.shared.body import procedural as P
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.body.tracks import PARENTS
 
 
 @pytest.fixture(scope="module")

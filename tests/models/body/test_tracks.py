@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.body.tracks import (
+from anonymask.models.shared.body.tracks import (
     JOINT_NAMES,
     PARENTS,
     Camera,

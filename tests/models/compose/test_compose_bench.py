@@ -1,4 +1,4 @@
-from anonymask.models.compose.bench import bench_offline_stages
+from anonymask.bench.compose import bench_offline_stages
 
 
 def test_bench_offline_stages_reports_every_stage():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.compose import merge
+from anonymask.models.anonymizer.compose import merge
 
 
 def videos(t=4, h=10, w=12, seed=0):

@@ -4,9 +4,9 @@ import cv2
 import numpy as np
 import pytest
 
-from anonymask.models.compose import crop_tubelet, merge, public_mask, reintegrate, tubelet_boxes
-from anonymask.models.inpaint import get_inpainter
-from anonymask.models.segment import as_full, feather, grow
+from anonymask.models.anonymizer.compose import crop_tubelet, merge, public_mask, reintegrate, tubelet_boxes
+from anonymask.models.anonymizer.inpaint import get_inpainter
+from anonymask.models.anonymizer.segment import as_full, feather, grow
 
 T, H, W, S = 6, 96, 112, 48
 

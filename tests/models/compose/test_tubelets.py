@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from anonymask.errors import NoPersonError
-from anonymask.models.compose import crop_tubelet, mask_extents, paste_tubelet, tubelet_boxes
-from anonymask.models.metrics import psnr
+from anonymask.core.errors import NoPersonError
+from anonymask.models.anonymizer.compose import crop_tubelet, mask_extents, paste_tubelet, tubelet_boxes
+from anonymask.models.anonymizer.metrics import psnr
 
 
 def jittery_person(t=40, h=120, w=160, seed=0):

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_crops(tiny_dataset):
     """(train, test) crops, 64x64, 16 MPII-like keypoints, of the generator's tiny preset."""
-    from anonymask.models.hpe.data import load_pose_crops
+    from anonymask.models.training.hpe.data import load_pose_crops
 
     train = load_pose_crops(tiny_dataset, "train", input_size=(64, 64))
     test = load_pose_crops(tiny_dataset, "test", input_size=(64, 64))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.models.body.tracks import JOINT_INDEX
-from anonymask.models.hpe.data import (
+from anonymask.models.shared.body.tracks import JOINT_INDEX
+from anonymask.models.training.hpe.data import (
     KEYPOINT_SETS,
     PoseCropDataset,
     crops_from_arrays,
@@ -17,7 +17,7 @@ from anonymask.models.hpe.data import (
     smplh_indices,
     split_public,
 )
-from anonymask.models.hpe.metrics import HEAD_SCALE
+from anonymask.models.training.hpe.metrics import HEAD_SCALE
 
 
 def _blob_frame(h: int, w: int, centres: list[tuple[float, float]]) -> np.ndarray:

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from anonymask.models.hpe.data import split_public
-from anonymask.models.hpe.experiment import main, results_details, results_table, run_hpe_experiment
-from anonymask.models.hpe.model import tiny_config
+from anonymask.models.training.hpe.data import split_public
+from anonymask.models.training.hpe.experiment import main, results_details, results_table, run_hpe_experiment
+from anonymask.models.training.hpe.model import tiny_config
 
 
 def test_rows_cover_every_strategy_mode_and_epsilon(tiny_crops):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from anonymask.models.hpe.metrics import pck_bbox, pck_per_keypoint, pckh
+from anonymask.models.training.hpe.metrics import pck_bbox, pck_per_keypoint, pckh
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.hpe.model import (
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.training.hpe.model import (
     PoseModelConfig,
     build_pose_model,
     decode,
@@ -97,7 +97,7 @@ def test_loss_is_zero_at_the_target_and_ignores_unannotated_keypoints():
 
 
 def test_backbone_weights_load_from_the_weights_folder(tmp_path, monkeypatch):
-    from anonymask.models.hpe.model import _timm
+    from anonymask.models.training.hpe.model import _timm
 
     timm = _timm()
     with torch.random.fork_rng(devices=[]):

@@ -16,11 +16,16 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.models.hpe.experiment import experiment_seeds
-from anonymask.models.hpe.model import build_pose_model, simcc_loss_fn, tiny_config
-from anonymask.models.hpe.train import HPETrainConfig, backbone_features, blur_images, train_pose_model
-from anonymask.models.privacy.clipping import flatten, summed_grads
-from anonymask.models.privacy.seeds import SeedError
+from anonymask.models.training.hpe.experiment import experiment_seeds
+from anonymask.models.training.hpe.model import build_pose_model, simcc_loss_fn, tiny_config
+from anonymask.models.training.hpe.train import (
+    HPETrainConfig,
+    backbone_features,
+    blur_images,
+    train_pose_model,
+)
+from anonymask.models.training.privacy.clipping import flatten, summed_grads
+from anonymask.models.training.privacy.seeds import SeedError
 
 Q = 0.5  # sampling rate (records): one step per trial
 
@@ -145,7 +150,7 @@ def test_report_states_the_streams_and_never_their_values(tiny_records):
 def test_a_video_is_sampled_whole_and_clipped_once(tiny_records):
     """Record = video: every crop of a drawn video is in the batch, and the video's gradient (the
     mean over its crops) is clipped once, so the sum is bounded by C per VIDEO, not per crop."""
-    from anonymask.models.privacy.clipping import clip_per_sample, per_sample_grads
+    from anonymask.models.training.privacy.clipping import clip_per_sample, per_sample_grads
 
     train, _ = tiny_records
     C = 1e-3  # far below every gradient norm: clipping is active for every record

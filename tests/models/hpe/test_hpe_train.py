@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from anonymask.models.hpe.data import split_public
-from anonymask.models.hpe.model import build_pose_model, simcc_loss_fn, tiny_config
-from anonymask.models.hpe.train import (
+from anonymask.models.training.hpe.data import split_public
+from anonymask.models.training.hpe.model import build_pose_model, simcc_loss_fn, tiny_config
+from anonymask.models.training.hpe.train import (
     GradientRule,
     HPETrainConfig,
     StepInputs,
@@ -17,7 +17,12 @@ from anonymask.models.hpe.train import (
     evaluate_pose_model,
     train_pose_model,
 )
-from anonymask.models.privacy.clipping import clip_per_sample, flatten, per_sample_grads, summed_grads
+from anonymask.models.training.privacy.clipping import (
+    clip_per_sample,
+    flatten,
+    per_sample_grads,
+    summed_grads,
+)
 
 
 def _model(seed: int = 0):

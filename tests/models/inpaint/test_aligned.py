@@ -5,9 +5,9 @@ background behind them shows only in other frames, elsewhere in the image)."""
 import numpy as np
 import pytest
 
-from anonymask.models.align import chain_maps, step_homographies
-from anonymask.models.inpaint.aligned import AlignedMedianInpainter
-from anonymask.models.inpaint.backends import EMPTY_FILL, get_inpainter
+from anonymask.models.anonymizer.inpaint.aligned import AlignedMedianInpainter
+from anonymask.models.anonymizer.inpaint.backends import EMPTY_FILL, get_inpainter
+from anonymask.models.shared.align import chain_maps, step_homographies
 
 WALKER, FOLLOWED = (255, 0, 255), (0, 255, 0)
 
@@ -54,7 +54,7 @@ def test_a_panning_shot_is_filled_from_its_aligned_neighbours():
 
 def test_the_camera_motion_is_measured_outside_the_people():
     video, _, hole = _panning_clip(frames=6)
-    from anonymask.models.inpaint.aligned import _small
+    from anonymask.models.anonymizer.inpaint.aligned import _small
 
     grey, usable, k = _small(video, hole, 300)
     steps = step_homographies(grey, usable)

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from anonymask.models.inpaint import get_inpainter, masked_temporal_median
-from anonymask.models.metrics import psnr
+from anonymask.models.anonymizer.inpaint import get_inpainter, masked_temporal_median
+from anonymask.models.anonymizer.metrics import psnr
 
 
 def textured_background(h, w, seed=0):
@@ -139,7 +139,7 @@ def _static_person_video(t=120, h=24, w=32):
 
 def _stream(inpainter, video, hole, **windows):
     """``inpaint_stream`` over in-memory arrays: (the output, the length of every read)."""
-    from anonymask.models.inpaint.backends import inpaint_stream
+    from anonymask.models.anonymizer.inpaint.backends import inpaint_stream
 
     out = np.zeros_like(video)
     reads = []

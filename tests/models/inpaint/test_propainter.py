@@ -4,8 +4,8 @@ weights saved as the state-dict files it reads, never a download."""
 import numpy as np
 import pytest
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.inpaint import get_inpainter
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.anonymizer.inpaint import get_inpainter
 
 SMALL = dict(hidden_dim=64, num_heads=4, depth=2)
 
@@ -13,7 +13,7 @@ SMALL = dict(hidden_dim=64, num_heads=4, depth=2)
 def _save_random(root, raft="small", kwargs=None):
     import torch
 
-    from anonymask.models.inpaint.propainter import build_networks
+    from anonymask.models.anonymizer.inpaint.propainter import build_networks
 
     torch.manual_seed(0)
     nets = build_networks(raft, kwargs)
@@ -30,7 +30,7 @@ def test_missing_weights_name_every_file(tmp_path):
 
 
 def test_random_weights_load_through_the_real_loader(tmp_path):
-    from anonymask.models.inpaint.propainter import load_networks
+    from anonymask.models.anonymizer.inpaint.propainter import load_networks
 
     saved = _save_random(tmp_path, "small", SMALL)
     loaded = load_networks(tmp_path, "small", "cpu", SMALL)
@@ -42,7 +42,7 @@ def test_random_weights_load_through_the_real_loader(tmp_path):
 
 def test_deformable_convolution_runs_on_cpu_torch():
     """ProPainter's flow completion uses torchvision's deform_conv2d; the CPU shim computes it."""
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()
     import torch

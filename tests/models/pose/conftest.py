@@ -13,7 +13,7 @@ def body(tmp_path_factory):
     if not saved["ANONYMASK_CACHE"]:
         os.environ["ANONYMASK_CACHE"] = str(tmp_path_factory.mktemp("anonymask_cache"))
     os.environ.pop("ANONYMASK_SMPLH_DIR", None)
-    from anonymask.models.body.model import get_body_model
+    from anonymask.models.shared.body.model import get_body_model
 
     yield get_body_model()
     for k, v in saved.items():
@@ -31,7 +31,7 @@ def rng():
 def synthetic_motion(body, t_len: int = 10, seed: int = 0, pelvis=(0.3, 0.2, 3.5)):
     """A smooth, plausible known motion (SMPLHTrack) in the camera frame: walking-like swings of
     hips, knees, shoulders and elbows, the body turning slowly, drifting sideways."""
-    from anonymask.models.body.tracks import JOINT_INDEX, SMPLHTrack, upright_orient
+    from anonymask.models.shared.body.tracks import JOINT_INDEX, SMPLHTrack, upright_orient
 
     r = np.random.default_rng(seed)
     s = np.linspace(0.0, 1.0, t_len)[:, None]
@@ -61,12 +61,12 @@ def synthetic_motion(body, t_len: int = 10, seed: int = 0, pelvis=(0.3, 0.2, 3.5
 @pytest.fixture
 def discovery():
     """``discovery(detector, t_len=None, scanner=None, **changes)``: a ``PersonDiscovery`` with
-    production's settings (models/pose/settings.py) changed only where a test says so: ``changes``
+    production's settings (models/anonymizer/pose/settings.py) changed only where a test says so: ``changes``
     are discover settings, or ``scan``/``scan_every``/``evidence`` (the scan's and the second
     opinion's switches) and ``max_gap``."""
-    from anonymask.models.pose.discover import PersonDiscovery
-    from anonymask.models.pose.people import PeopleDetector
-    from anonymask.models.pose.settings import MediapipePoseSettings
+    from anonymask.models.anonymizer.pose.discover import PersonDiscovery
+    from anonymask.models.anonymizer.pose.people import PeopleDetector
+    from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
 
     def make(detector=None, t_len=None, scanner=None, **changes):
         prod = MediapipePoseSettings()
@@ -87,7 +87,7 @@ def discovery():
 def pose_settings():
     """``pose_settings(**{"faces.enabled": False, "max_gap": 3})``: production's pose4d settings
     tree with dotted changes."""
-    from anonymask.models.pose.settings import MediapipePoseSettings
+    from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
 
     def make(**changes):
         tree = MediapipePoseSettings().model_dump()

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from anonymask.models.pose.faces import FaceBodyMask, FaceFinder, explained, unexplained_faces
-from anonymask.models.pose.settings import FaceSettings
+from anonymask.models.anonymizer.pose.faces import FaceBodyMask, FaceFinder, explained, unexplained_faces
+from anonymask.models.anonymizer.pose.settings import FaceSettings
 
 S = FaceSettings()  # production's values
 EVERY_FRAME = S.model_copy(update={"every": 1})
@@ -46,7 +46,7 @@ def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carpho
 
 
 def test_a_face_without_a_person_around_it_is_not_confirmed(carphone):
-    from anonymask.models.pose.faces import FaceTrack
+    from anonymask.models.anonymizer.pose.faces import FaceTrack
 
     box, _ = _finder().detect(carphone[0])[0]
     real = FaceTrack({t: box for t in range(len(carphone))}, len(carphone) - 1)
@@ -62,10 +62,10 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
     centre, so the face counted as explained and was left to the background fill. Now only an
     avatar whose head lies on the face explains it: a neutral avatar anchored on the face does, the
     same avatar fitted small into a box around the face does not (nor one whose head is too small)."""
-    from anonymask.models.body.model import get_body_model
-    from anonymask.models.pose.estimate import default_camera
-    from anonymask.models.pose.faces import avatar_heads, head_covers
-    from anonymask.models.pose.fallback import box_track
+    from anonymask.models.anonymizer.pose.estimate import default_camera
+    from anonymask.models.anonymizer.pose.faces import avatar_heads, head_covers
+    from anonymask.models.anonymizer.pose.fallback import box_track
+    from anonymask.models.shared.body.model import get_body_model
 
     t_len, h, w = carphone.shape[:3]
     face, _ = _finder().detect(carphone[0])[0]
@@ -103,9 +103,9 @@ def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
     posed wrongly: its avatar stood small beside the face avatar. Where a track's box is the face
     person's (IoU >= 0.3 with their body box, the face's centre inside it) its avatar is not
     drawn; a person elsewhere in the frame (a small box away from the face) keeps theirs."""
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.face_people import yield_to_face
-    from anonymask.models.pose.records import Kind, Person
+    from anonymask.models.anonymizer.pose.face_people import yield_to_face
+    from anonymask.models.anonymizer.pose.records import Kind, Person
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     t_len = 10
     face = np.full((t_len, 4), np.nan, np.float32)
@@ -135,9 +135,9 @@ def test_a_small_body_drawn_on_the_face_person_yields_but_not_a_person_with_a_fa
     background beside him, and a body as tall as he is."""
     import cv2
 
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.face_people import yield_parts_to_face
-    from anonymask.models.pose.records import Kind, Person
+    from anonymask.models.anonymizer.pose.face_people import yield_parts_to_face
+    from anonymask.models.anonymizer.pose.records import Kind, Person
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     def people(tracks):
         return [Person([i], [0], b, np.zeros(1, bool), Kind.POSED, tr) for i, (b, tr) in enumerate(zip(boxes, tracks))]

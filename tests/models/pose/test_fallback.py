@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import Camera
-from anonymask.models.pose.fallback import box_track, smooth_boxes
-from anonymask.models.pose.settings import BridgeSettings
+from anonymask.models.anonymizer.pose.fallback import box_track, smooth_boxes
+from anonymask.models.anonymizer.pose.settings import BridgeSettings
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import Camera
 
 
 def _projected_box(track, camera, t):
@@ -45,8 +45,8 @@ def test_smooth_boxes_keeps_absent_frames_absent():
 
 
 def test_a_track_that_ends_inside_the_frame_is_held_at_the_border_it_is_not():
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import bridge_after_end
+    from anonymask.models.anonymizer.pose.bridge import bridge_after_end
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     boxes = np.full((10, 4), np.nan, np.float32)
     boxes[:6] = [100, 50, 140, 150]
@@ -70,8 +70,8 @@ def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
     last box; his legs walked out of it and were shown. A track that ends inside the frame while
     moving keeps its avatar held but the box removed spans the last box and the box carried on at
     its speed; one that barely moves is held in place."""
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import bridge_after_end
+    from anonymask.models.anonymizer.pose.bridge import bridge_after_end
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     def track(speed):  # 40 px wide, 100 px tall, seen in frames 0-5, walking right at ``speed`` px/frame
         b = np.full((10, 4), np.nan, np.float32)
@@ -98,8 +98,8 @@ def test_a_person_lost_while_walking_walks_on_one_standing_still_is_held():
 def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_is_not():
     """hard_three: the woman behind the man is found at frame 5; frames 0-4 showed her. Sports2D:
     the walker stepping out from behind a tree was hidden before: no avatar there."""
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import bridge_before_late_start
+    from anonymask.models.anonymizer.pose.bridge import bridge_before_late_start
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     def late_track():
         boxes = np.full((10, 4), np.nan, np.float32)
@@ -127,8 +127,8 @@ def test_a_track_found_late_over_someone_else_is_held_before_it_one_in_the_open_
 def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and_entering_likewise():
     """hard_enter_leave: the walker is a quarter body at the right edge for 7 frames after the
     landmark model lets them go (and at the left edge before it finds them)."""
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import bridge_across_border
+    from anonymask.models.anonymizer.pose.bridge import bridge_across_border
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     def walker(frames, x_first):  # 80 px wide, walking right at 20 px/frame
         b = np.full((20, 4), np.nan, np.float32)

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from conftest import synthetic_motion
 
-from anonymask.errors import SettingsError
-from anonymask.models.body.tracks import Camera
-from anonymask.models.metrics import mpjpe_mm
-from anonymask.models.pose.fit import FitConfig, fit_track
-from anonymask.models.pose.keypoints import BODY_JOINTS, MEDIAPIPE_TO_SMPLH, mapping_arrays
-from anonymask.models.stage_settings import validate_stage
+from anonymask.config.stages import validate_stage
+from anonymask.core.errors import SettingsError
+from anonymask.models.anonymizer.metrics import mpjpe_mm
+from anonymask.models.anonymizer.pose.fit import FitConfig, fit_track
+from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS, MEDIAPIPE_TO_SMPLH, mapping_arrays
+from anonymask.models.shared.body.tracks import Camera
 
 CAM = Camera.from_fov(640, 480, 60.0)
 MAP = mapping_arrays(MEDIAPIPE_TO_SMPLH)
@@ -76,7 +76,7 @@ def test_a_track_is_fitted_over_its_own_frames_whatever_the_video_length(body, r
     alone (so its cost and its result do not grow with the video), padded with the edge frames'
     parameters and invalid outside. Over the whole video the smoothness term, averaged over 40
     frames, weighed four times less and the result depended on the video's length."""
-    from anonymask.models.pose.estimate import fit_over_span
+    from anonymask.models.anonymizer.pose.estimate import fit_over_span
 
     truth = synthetic_motion(body, t_len=10, seed=3)
     kp2, conf, world = _keypoints(body.pose_track(truth).joints, rng)
@@ -154,7 +154,7 @@ def test_people_fitted_together_follow_the_path_each_follows_alone(body, rng):
     """pose4d fits a video's people in one optimisation (fit_tracks): their losses are summed and
     Adam works element by element, so each track must come out as when it is fitted alone, also
     when the tracks have different lengths (padding carries no weight and no smoothness link)."""
-    from anonymask.models.pose.fit import FitInput, fit_tracks
+    from anonymask.models.anonymizer.pose.fit import FitInput, fit_tracks
 
     cfg = FitConfig(iterations=30)
     people = []
@@ -178,7 +178,7 @@ def test_the_optimiser_is_torch_adam():
     process) takes the same steps as torch.optim.Adam, bit for bit."""
     import torch
 
-    from anonymask.models.pose.fit import _Adam
+    from anonymask.models.anonymizer.pose.fit import _Adam
 
     g = torch.Generator().manual_seed(0)
     target = torch.randn(5, 7, generator=g)

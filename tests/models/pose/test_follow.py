@@ -1,9 +1,9 @@
-"""A walker lost by the pose models is followed by what keeps moving next to them (models/pose/follow.py)."""
+"""A walker lost by the pose models is followed by what keeps moving next to them (models/anonymizer/pose/follow.py)."""
 
 import numpy as np
 import pytest
 
-from anonymask.models.pose.follow import follow_moving
+from anonymask.models.anonymizer.pose.follow import follow_moving
 
 H, W, T = 120, 320, 40
 
@@ -127,9 +127,9 @@ def test_follow_is_bounded_by_frames_and_the_shot():
 def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     """Through bridge_after_end (the walk-on, then the follow): the followed frames are bridged and the
     avatar is held at the last sighting, so the hole has an avatar on it (no 'erased' person)."""
-    from anonymask.models.body.tracks import SMPLHTrack
-    from anonymask.models.pose.bridge import bridge_after_end
-    from anonymask.models.pose.settings import BridgeSettings
+    from anonymask.models.anonymizer.pose.bridge import bridge_after_end
+    from anonymask.models.anonymizer.pose.settings import BridgeSettings
+    from anonymask.models.shared.body.tracks import SMPLHTrack
 
     video = clip()
     boxes = np.full((T, 4), np.nan, np.float32)

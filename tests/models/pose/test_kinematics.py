@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from anonymask.models.pose.kinematics import axis_angle_to_matrix, forward_kinematics
+from anonymask.models.anonymizer.pose.kinematics import axis_angle_to_matrix, forward_kinematics
 
 
 def test_axis_angle_matches_scipy(rng):

@@ -1,11 +1,11 @@
-"""Limbs drawn into a person's mask (models/pose/discover.py ``add_limbs``): a leg the landmark
+"""Limbs drawn into a person's mask (models/anonymizer/pose/discover.py ``add_limbs``): a leg the landmark
 model places but sees poorly (behind an object) is removed with its person."""
 
 import numpy as np
 
-from anonymask.models.pose.discover import add_limbs, paint
-from anonymask.models.pose.people import Detection
-from anonymask.models.pose.settings import DiscoverSettings
+from anonymask.models.anonymizer.pose.discover import add_limbs, paint
+from anonymask.models.anonymizer.pose.people import Detection
+from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
 
 def _person(back_leg_conf: float, far: bool = False) -> Detection:

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from anonymask.models.pose.discover import FrameOutput
-from anonymask.models.pose.estimate import estimate_people
-from anonymask.models.pose.link import link_tracks
-from anonymask.models.pose.settings import LinkSettings
+from anonymask.models.anonymizer.pose.discover import FrameOutput
+from anonymask.models.anonymizer.pose.estimate import estimate_people
+from anonymask.models.anonymizer.pose.link import link_tracks
+from anonymask.models.anonymizer.pose.settings import LinkSettings
 
 HW = (192, 256)
 

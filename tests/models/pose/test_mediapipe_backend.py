@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anonymask.models.pose.estimate import estimate_people
-from anonymask.models.pose.people import PeopleDetector
+from anonymask.models.anonymizer.pose.estimate import estimate_people
+from anonymask.models.anonymizer.pose.people import PeopleDetector
 
 
 def _demo_video() -> Path:
@@ -71,7 +71,7 @@ def test_nobody_is_carried_across_a_cut(body, pose_settings):
     shot holds them there (``bridge_after_end``), which is what the test guards against."""
     import cv2
 
-    from anonymask.models.pose.estimate import estimate_people_by_shot
+    from anonymask.models.anonymizer.pose.estimate import estimate_people_by_shot
     from anonymask.storage.video_io import read_frames
 
     full = read_frames(_demo_video(), start=95, step=5, max_frames=3)

@@ -12,17 +12,17 @@ import pytest
 from conftest import synthetic_motion
 from scipy.spatial.transform import Rotation
 
-from anonymask.errors import DatasetError, NoPersonError
-from anonymask.models.body.tracks import JOINT_INDEX, Camera
-from anonymask.models.metrics import mpjpe_mm
-from anonymask.models.pose.fit import FitConfig
-from anonymask.models.pose.keypoints import BODY_JOINTS
-from anonymask.models.pose.ntu import (
+from anonymask.core.errors import DatasetError, NoPersonError
+from anonymask.models.anonymizer.metrics import mpjpe_mm
+from anonymask.models.anonymizer.pose.fit import FitConfig
+from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
+from anonymask.models.anonymizer.pose.ntu import (
     decompose_projection,
     dlt_projection,
     estimate_from_ntu_skeleton,
     fit_color_projection,
 )
+from anonymask.models.shared.body.tracks import JOINT_INDEX, Camera
 from anonymask.storage.datasets.ntu_skeleton import write_ntu_skeleton
 
 # SMPL-H joint at (about) each Kinect v2 joint's place, in NTU's joint order

@@ -3,10 +3,15 @@ behind in the foreground, a man walking; a masked bystander stands at the back).
 
 import numpy as np
 
-from anonymask.models.geometry import fill_gaps
-from anonymask.models.pose.discover import OnlineTracker
-from anonymask.models.pose.people import Detection, PeopleDetector, pose_landmarker_bundle, square_tiles
-from anonymask.models.pose.roi import RoiLandmarker, roi_from_landmarks
+from anonymask.models.anonymizer.pose.discover import OnlineTracker
+from anonymask.models.anonymizer.pose.people import (
+    Detection,
+    PeopleDetector,
+    pose_landmarker_bundle,
+    square_tiles,
+)
+from anonymask.models.anonymizer.pose.roi import RoiLandmarker, roi_from_landmarks
+from anonymask.models.shared.geometry import fill_gaps
 
 
 def _det(box, shift=0.0):
@@ -50,7 +55,7 @@ def test_roi_landmarker_follows_a_person_without_the_detector(pose2sim_frames):
     for f in fr[1:]:
         d, roi, flag = lm.track(f, roi)
         assert d is not None and flag >= 0.5
-    from anonymask.models.pose.people import box_iou
+    from anonymask.models.anonymizer.pose.people import box_iou
 
     assert box_iou(d.box, d0.box) > 0.5
     # an empty region is not a person
@@ -62,7 +67,7 @@ def test_the_landmark_model_gives_the_same_result_on_any_number_of_threads(pose2
     """Its thread count (``cpu_threads``: up to 4, the cores the process may use, or
     ``$ANONYMASK_CPU_THREADS``) changes only speed: landmarks, flags and masks are bit-identical
     with 1 and 2 threads, so it is not part of the pose4d hash."""
-    from anonymask.models.pose.roi import THREADS_ENV, cpu_threads
+    from anonymask.models.anonymizer.pose.roi import THREADS_ENV, cpu_threads
 
     fr = pose2sim_frames()
     h, w = fr[0].shape[:2]
@@ -106,8 +111,8 @@ def test_discovery_tracks_all_three_people_in_every_frame(pose2sim_frames, disco
 def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
     """The scan on a frame with the people greyed out finds no one; on the real frame it finds
     the bystander, and the landmark model's own verdict on clutter is checked by a second model."""
-    from anonymask.models.pose.scan import PersonEvidence, PoseScanner
-    from anonymask.models.pose.settings import EvidenceSettings, ScanSettings
+    from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
+    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
 
     f = pose2sim_frames()[0]
     sc = PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings()))
@@ -118,8 +123,8 @@ def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
 
 
 def _tracker(max_gap: int) -> OnlineTracker:
-    """The tracker with production's settings (models/pose/settings.py)."""
-    from anonymask.models.pose.settings import DiscoverSettings
+    """The tracker with production's settings (models/anonymizer/pose/settings.py)."""
+    from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
     s = DiscoverSettings()
     return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol)
@@ -260,7 +265,7 @@ def test_backfill_stops_where_the_region_jumps_off_the_person(discovery):
     """hard_enter_leave: followed back from frame 7 (half out of the left border), the region slid
     onto the motorcycle in frame 6; that box is not the person (and hid the border from the
     extension that removes the rest of them)."""
-    from anonymask.models.pose.discover import _Track
+    from anonymask.models.anonymizer.pose.discover import _Track
 
     frames = np.stack([np.full((4, 4, 3), t, np.uint8) for t in range(10)])
     disc = discovery(_NoDetector(), scan=False, roi_tracking=False, evidence=False, t_len=10)

@@ -1,4 +1,4 @@
-"""pose4d's settings are one typed tree (models/pose/settings.py), validated once and passed down:
+"""pose4d's settings are one typed tree (models/anonymizer/pose/settings.py), validated once and passed down:
 the passes of person discovery and what they build have no defaults of their own, every
 threshold says its unit and reason, and the flat keys of before are errors that name the new key."""
 
@@ -6,12 +6,12 @@ import inspect
 
 import pytest
 
-from anonymask.errors import SettingsError
-from anonymask.models.pose import bridge, estimate, face_people, faces, scan
-from anonymask.models.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
-from anonymask.models.pose.link import link_tracks
-from anonymask.models.pose.settings import RENAMED, MediapipePoseSettings, PassSettings
-from anonymask.models.stage_settings import validate_stage
+from anonymask.config.stages import validate_stage
+from anonymask.core.errors import SettingsError
+from anonymask.models.anonymizer.pose import bridge, estimate, face_people, faces, scan
+from anonymask.models.anonymizer.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
+from anonymask.models.anonymizer.pose.link import link_tracks
+from anonymask.models.anonymizer.pose.settings import RENAMED, MediapipePoseSettings, PassSettings
 
 #: the passes (and the functions and classes they hand settings to)
 PASSES = [
@@ -39,7 +39,7 @@ def test_the_check_finds_a_default():
 
 @pytest.mark.parametrize("fn", PASSES, ids=lambda f: f.__qualname__)
 def test_no_pass_has_a_default_of_its_own(fn):
-    assert own_defaults(fn) == [], f"{fn.__qualname__}: take these from models/pose/settings.py"
+    assert own_defaults(fn) == [], f"{fn.__qualname__}: take these from models/anonymizer/pose/settings.py"
 
 
 def _fields(model: type[PassSettings], prefix: str = ""):
@@ -62,7 +62,7 @@ def test_every_setting_says_what_it_is_for():
 
 
 def test_the_backend_is_built_from_the_tree_and_a_change_reaches_the_pass():
-    from anonymask.models.stage_settings import stage_backend
+    from anonymask.config.stages import stage_backend
 
     be = stage_backend("pose4d", validate_stage("pose4d", {"bridge": {"follow_motion": 0}, "link": {"gap": 12}}))
     assert be.settings.bridge.follow_motion == 0 and be.settings.link.gap == 12

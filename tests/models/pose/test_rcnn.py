@@ -4,8 +4,8 @@ random weights saved in torchvision's own state-dict format."""
 import numpy as np
 import pytest
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.pose.rcnn import KEYPOINT_FILE, MASK_FILE, coco_to_landmarks, load_rcnn
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.anonymizer.pose.rcnn import KEYPOINT_FILE, MASK_FILE, coco_to_landmarks, load_rcnn
 
 
 def test_missing_weights_name_the_files(tmp_path):
@@ -23,13 +23,13 @@ def test_coco_keypoints_map_onto_the_blazepose_layout():
 
 @pytest.mark.slow
 def test_random_weights_load_through_the_real_loader_and_detect(tmp_path, pose2sim_frames):
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()
     import torch
     from torchvision.models.detection import keypointrcnn_resnet50_fpn, maskrcnn_resnet50_fpn
 
-    from anonymask.models.pose.rcnn import RCNNPeopleDetector
+    from anonymask.models.anonymizer.pose.rcnn import RCNNPeopleDetector
 
     torch.manual_seed(0)
     d = tmp_path / "torchvision"

@@ -11,14 +11,14 @@ def still():
 
 
 def _scanner(rotate: int):
-    from anonymask.models.pose.scan import PoseScanner
-    from anonymask.models.pose.settings import ScanSettings
+    from anonymask.models.anonymizer.pose.scan import PoseScanner
+    from anonymask.models.anonymizer.pose.settings import ScanSettings
 
     return PoseScanner(None, ScanSettings(rotate=rotate), None)
 
 
 def test_changed_cells_are_those_over_the_pixels_that_changed(still):
-    from anonymask.models.pose.scan import _changed_cells, _small_grey
+    from anonymask.models.anonymizer.pose.scan import _changed_cells, _small_grey
 
     sc = _scanner(2)
     cells = sc.grid(*still.shape[:2])
@@ -35,7 +35,7 @@ def test_changed_cells_are_those_over_the_pixels_that_changed(still):
 
 
 def test_a_still_scene_is_looked_at_everywhere_within_phases_x_rotate_scans(still):
-    from anonymask.models.pose.scan import GRID_PHASES
+    from anonymask.models.anonymizer.pose.scan import GRID_PHASES
 
     sc, every = _scanner(2), _scanner(1)
     h, w = still.shape[:2]

@@ -3,23 +3,23 @@ person replaced"): about 20x94 px in a 256x192 frame, in front of a large red mo
 face-keyed detector and HOG never see him; the landmark model does on a region of his size, but
 the regions it predicts from there grow onto the motorcycle and its flag falls. The frames are
 rendered here by the seeded synthetic generator (the same plan, identities and seed as
-``python -m anonymask.models.synthetic``), so the test needs no files."""
+``python -m anonymask.models.shared.synthetic``), so the test needs no files."""
 
 from functools import lru_cache
 
 import numpy as np
 import pytest
 
-from anonymask.models.pose.people import BODY_LANDMARKS
+from anonymask.models.anonymizer.pose.people import BODY_LANDMARKS
 
 VIDEO = "s04s03_a04_r01"
 
 
 @lru_cache(maxsize=1)
 def _render():
-    from anonymask.models.synthetic.actions import action_spec
-    from anonymask.models.synthetic.generator import DEMO_PRESET, plan_videos, render_video
-    from anonymask.models.synthetic.identities import make_identities
+    from anonymask.models.shared.synthetic.actions import action_spec
+    from anonymask.models.shared.synthetic.generator import DEMO_PRESET, plan_videos, render_video
+    from anonymask.models.shared.synthetic.identities import make_identities
 
     plan = next(p for p in plan_videos(DEMO_PRESET, 0) if p.video_id == VIDEO)
     ids = {i.subject_id: i for i in make_identities(DEMO_PRESET.n_subjects, 0)}
@@ -61,8 +61,8 @@ def test_the_generator_renders_a_small_person_who_stands_still(video):
 
 
 def test_the_scan_finds_the_man_standing_still_by_the_motorcycle(video):
-    from anonymask.models.pose.scan import PersonEvidence, PoseScanner
-    from anonymask.models.pose.settings import EvidenceSettings, ScanSettings
+    from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
+    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
 
     frames, mask = video
     found = [t for t in (0, 4, 8) if any(_on(d, mask[t]) for d in PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings())).scan(frames[t], [], full=True))]
@@ -77,7 +77,7 @@ def test_discovery_keeps_the_man_standing_still_for_the_whole_video(video, disco
     """A track covers him on >= 70% of the 48 frames (followed, searched or held in place; the
     pose stage holds a track that ends inside the frame for 10 more frames); a hallucinated body
     next to him does not take his track over. Before: no track on him in any frame."""
-    from anonymask.models.pose.people import get_detector
+    from anonymask.models.anonymizer.pose.people import get_detector
 
     frames, mask = video
     disc = discovery(get_detector("mediapipe"), t_len=len(frames))  # production's settings

@@ -1,4 +1,4 @@
-"""The verification pass (models/pose/verify.py): a still person is kept, a hallucination held on
+"""The verification pass (models/anonymizer/pose/verify.py): a still person is kept, a hallucination held on
 clutter is rejected, and the off-switch gives the old track set.
 
 The fast tests read TrackEvidence records extracted by scripts/track_evidence.py from real clips
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from anonymask.models.pose.discover import FrameOutput, PersonDiscovery, _Track
-from anonymask.models.pose.estimate import estimate_people
-from anonymask.models.pose.people import Detection
-from anonymask.models.pose.verify import (
+from anonymask.models.anonymizer.pose.discover import FrameOutput, PersonDiscovery, _Track
+from anonymask.models.anonymizer.pose.estimate import estimate_people
+from anonymask.models.anonymizer.pose.people import Detection
+from anonymask.models.anonymizer.pose.verify import (
     REJECTED_TRACK,
     Reason,
     TrackEvidence,
@@ -119,7 +119,7 @@ class _FakeDiscovery:
 
 
 def _estimate(body, t_len, verify):
-    from anonymask.models.pose.settings import MediapipePoseSettings
+    from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
 
     frames = np.zeros((t_len, *HW, 3), np.uint8)
     tree = MediapipePoseSettings().model_dump()
@@ -149,9 +149,9 @@ def test_estimate_people_drops_a_rejected_track_and_the_off_switch_keeps_the_old
 def test_a_shot_whose_every_track_is_rejected_keeps_its_labels_mapped():
     """No person left after the pass: the error carries the rejected raw ids' map, so a video cut
     into shots numbers the next shot's raw ids on after them (its labels never alias them)."""
-    from anonymask.errors import NoPersonError
-    from anonymask.models.pose.estimate import assemble, default_camera
-    from anonymask.models.pose.records import PoseDiagnostics
+    from anonymask.core.errors import NoPersonError
+    from anonymask.models.anonymizer.pose.estimate import assemble, default_camera
+    from anonymask.models.anonymizer.pose.records import PoseDiagnostics
 
     with pytest.raises(NoPersonError, match="2 track\\(s\\) found, none verified") as err:
         assemble([], 2, {0, 1}, default_camera(*HW[::-1]), _FakeDiscovery([]), PoseDiagnostics(), "v.mp4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from anonymask.models.privacy.toy import tiny_model_factory
+from anonymask.models.training.privacy.toy import tiny_model_factory
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from anonymask.models.privacy import accountant as acc
+from anonymask.models.training.privacy import accountant as acc
 
 # The project's reference point (STACK.md): q = 128/40000, sigma = 1, 150 epochs, delta = 1e-5.
 REF_Q = 128 / 40000

@@ -6,8 +6,8 @@ import json
 
 import torch
 
-from anonymask.models.privacy.bench import bench_steps
-from anonymask.models.privacy.toy import tiny_model_factory
+from anonymask.bench.privacy import bench_steps
+from anonymask.models.training.privacy.toy import tiny_model_factory
 
 
 def test_bench_steps_reports_every_mode():

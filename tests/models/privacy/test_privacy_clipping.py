@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from anonymask.models.privacy import clipping as clip
-from anonymask.models.privacy.toy import tiny_model_factory
+from anonymask.models.training.privacy import clipping as clip
+from anonymask.models.training.privacy.toy import tiny_model_factory
 
 
 def _loop_grads(model, x, y, keep=None):

@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from anonymask.models.privacy.accountant import Accountant
-from anonymask.models.privacy.clipping import summed_grads, trainable_params
-from anonymask.models.privacy.dpsgd import OpacusDPSGD, check_opacus_compatible, dpsgd_gradients
-from anonymask.models.privacy.toy import tiny_model_factory
+from anonymask.models.training.privacy.accountant import Accountant
+from anonymask.models.training.privacy.clipping import summed_grads, trainable_params
+from anonymask.models.training.privacy.dpsgd import OpacusDPSGD, check_opacus_compatible, dpsgd_gradients
+from anonymask.models.training.privacy.toy import tiny_model_factory
 
 
 def _snapshot(model):

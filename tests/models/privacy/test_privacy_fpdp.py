@@ -8,11 +8,22 @@ import pytest
 import torch
 from scipy import ndimage
 
-from anonymask.models.privacy.accountant import Accountant
-from anonymask.models.privacy.clipping import flatten, per_sample_grads, summed_grads, unflatten, write_grads
-from anonymask.models.privacy.fpdp import PublicSubspace, blur_floor, check_psi_blur, gaussian_blur_video
-from anonymask.models.privacy.mechanism import Inputs, PrivateStep
-from anonymask.models.privacy.toy import tiny_model_factory
+from anonymask.models.training.privacy.accountant import Accountant
+from anonymask.models.training.privacy.clipping import (
+    flatten,
+    per_sample_grads,
+    summed_grads,
+    unflatten,
+    write_grads,
+)
+from anonymask.models.training.privacy.fpdp import (
+    PublicSubspace,
+    blur_floor,
+    check_psi_blur,
+    gaussian_blur_video,
+)
+from anonymask.models.training.privacy.mechanism import Inputs, PrivateStep
+from anonymask.models.training.privacy.toy import tiny_model_factory
 
 
 def test_blur_matches_scipy_per_frame_and_keeps_constants():

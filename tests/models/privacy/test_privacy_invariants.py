@@ -1,9 +1,9 @@
 """DESIGN.md privacy invariants 1-5 and 8, pinned on the tiny token model (6 and 9 live in
 test_privacy_accountant.py / test_privacy_report.py).
 
-The real token masks come from the action model (models/action); here invariant 1 is pinned on
+The real token masks come from the action model (models/training/action); here invariant 1 is pinned on
 the reference implementation in toy.py, and invariants 2-5 on the one private step
-(models/privacy/mechanism.py). Invariant 8 is pinned here as the attack it prevents (a membership
+(models/training/privacy/mechanism.py). Invariant 8 is pinned here as the attack it prevents (a membership
 test on the update) and, through the trainers' own samplers, in tests/models/action and hpe."""
 
 from __future__ import annotations
@@ -15,16 +15,21 @@ import pytest
 import torch
 from scipy import stats
 
-from anonymask.models.privacy.clipping import (
+from anonymask.models.training.privacy.clipping import (
     clip_per_sample,
     flatten,
     per_sample_grads,
     per_sample_norms,
     summed_grads,
 )
-from anonymask.models.privacy.dpsgd import dpsgd_gradients
-from anonymask.models.privacy.mechanism import Inputs, PrivateStep, private_token_inputs, public_token_inputs
-from anonymask.models.privacy.sampler import PoissonBatchSampler
+from anonymask.models.training.privacy.dpsgd import dpsgd_gradients
+from anonymask.models.training.privacy.mechanism import (
+    Inputs,
+    PrivateStep,
+    private_token_inputs,
+    public_token_inputs,
+)
+from anonymask.models.training.privacy.sampler import PoissonBatchSampler
 
 
 def maskdp_parts(model, x, y, public_tokens, C, sigma, generator=None):

@@ -6,10 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from anonymask.models.privacy.accountant import Accountant
-from anonymask.models.privacy.clipping import cross_entropy_per_sample, summed_grads, trainable_params
-from anonymask.models.privacy.dpsgd import dpsgd_gradients
-from anonymask.models.privacy.mechanism import (
+from anonymask.models.training.privacy.accountant import Accountant
+from anonymask.models.training.privacy.clipping import (
+    cross_entropy_per_sample,
+    summed_grads,
+    trainable_params,
+)
+from anonymask.models.training.privacy.dpsgd import dpsgd_gradients
+from anonymask.models.training.privacy.mechanism import (
     Inputs,
     PrivateStep,
     private_token_inputs,

@@ -1,5 +1,5 @@
 """The "What each mode protects" table: README.md and docs/ARCHITECTURE.md hold exactly what
-models/privacy/protects.py generates, and every private report's guarantee names its row."""
+models/training/privacy/protects.py generates, and every private report's guarantee names its row."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from anonymask.models.privacy.accountant import Accountant
-from anonymask.models.privacy.protects import PROTECTS, guarantee_scope, protection_key, protects_markdown
-from anonymask.models.privacy.report import PrivacyReport
+from anonymask.models.training.privacy.accountant import Accountant
+from anonymask.models.training.privacy.protects import (
+    PROTECTS,
+    guarantee_scope,
+    protection_key,
+    protects_markdown,
+)
+from anonymask.models.training.privacy.report import PrivacyReport
 
 ROOT = Path(__file__).resolve().parents[3]
 BLOCK = re.compile(r"<!-- protects-table:start[^>]*-->\n(.*?)<!-- protects-table:end -->", re.S)
@@ -19,7 +24,7 @@ BLOCK = re.compile(r"<!-- protects-table:start[^>]*-->\n(.*?)<!-- protects-table
 @pytest.mark.parametrize("doc", ["README.md", "docs/ARCHITECTURE.md"])
 def test_the_docs_table_is_the_code_table(doc):
     found = BLOCK.findall((ROOT / doc).read_text())
-    assert found == [protects_markdown()], f"{doc}: regenerate the table from models/privacy/protects.py"
+    assert found == [protects_markdown()], f"{doc}: regenerate the table from models/training/privacy/protects.py"
 
 
 def test_every_row_has_every_column_and_dpsgd_alone_covers_membership():

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from anonymask.models.privacy.accountant import Accountant, composed_epsilon
-from anonymask.models.privacy.report import PrivacyReport, dataset_fingerprint
+from anonymask.models.training.privacy.accountant import Accountant, composed_epsilon
+from anonymask.models.training.privacy.report import PrivacyReport, dataset_fingerprint
 
 
 def test_report_from_ledger_and_roundtrip():

@@ -9,7 +9,11 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from anonymask.models.privacy.sampler import PoissonBatchSampler, collate_allowing_empty, epochs_to_steps
+from anonymask.models.training.privacy.sampler import (
+    PoissonBatchSampler,
+    collate_allowing_empty,
+    epochs_to_steps,
+)
 
 
 def test_batch_sizes_are_binomial():

@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tiny_weights(tmp_path_factory):
-    from anonymask.models.refine.tiny import build_tiny_refiner_weights
+    from anonymask.models.anonymizer.refine.tiny import build_tiny_refiner_weights
 
     return build_tiny_refiner_weights(tmp_path_factory.mktemp("weights"), seed=0)
 

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.refine.animatediff import CONDITION_KEYS, AnimateDiffRefiner, load_refine_pipeline
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.anonymizer.refine.animatediff import (
+    CONDITION_KEYS,
+    AnimateDiffRefiner,
+    load_refine_pipeline,
+)
 
 FAST = dict(num_inference_steps=4, strength=0.5, guidance_scale=3.0)
 
@@ -170,7 +174,7 @@ def test_invalid_settings_raise(tiny_weights):
 
 
 def test_get_refiner_caches_instances(tiny_weights):
-    from anonymask.models.refine.animatediff import get_refiner
+    from anonymask.models.anonymizer.refine.animatediff import get_refiner
 
     a = get_refiner(weights_root=tiny_weights, device="cpu", controlnet_scales=[1.0, 1.0, 0.5])
     assert get_refiner(weights_root=tiny_weights, device="cpu", controlnet_scales=(1.0, 1.0, 0.5)) is a

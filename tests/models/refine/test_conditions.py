@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from anonymask.models.compose import crop_tubelet, points_to_crop
-from anonymask.models.refine.conditions import (
+from anonymask.models.anonymizer.compose import crop_tubelet, points_to_crop
+from anonymask.models.anonymizer.refine.conditions import (
     OPENPOSE18_COLORS,
     OPENPOSE18_LIMBS,
     depth_condition,

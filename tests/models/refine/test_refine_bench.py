@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from anonymask.models.refine import bench
+from anonymask.bench import refine as bench
 
 
 def test_bench_refine_on_tiny_weights(tiny_weights):
@@ -20,13 +20,13 @@ def test_bench_refine_on_tiny_weights(tiny_weights):
 def test_full_size_configs_are_the_published_architectures():
     """Parameter counts of SD 1.5's UNet (859.52 M), a SD 1.5 ControlNet (361.28 M), the AnimateDiff
     v1.5-2 motion adapter (453.21 M), SD's VAE (83.65 M) and CLIP ViT-L/14's text tower (123.06 M)."""
-    from anonymask.compat import ensure_torchvision
+    from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()
     from diffusers import AutoencoderKL, ControlNetModel, MotionAdapter, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
-    from anonymask.models.refine.tiny import byte_vocab
+    from anonymask.models.anonymizer.refine.tiny import byte_vocab
 
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     with torch.device("meta"):
@@ -42,7 +42,7 @@ def test_full_size_configs_are_the_published_architectures():
 @pytest.mark.slow
 def test_full_size_random_weights_load_and_run_one_step(tmp_path):
     """Builds ~5 GB of fp16 weights (minutes of CPU); loads them through the real loader."""
-    from anonymask.models.refine.weights import missing_refine_files
+    from anonymask.models.anonymizer.refine.weights import missing_refine_files
 
     root = bench.build_full_size_random_weights(tmp_path)
     assert missing_refine_files(root) == []

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from anonymask.errors import MissingWeightsError
-from anonymask.models.refine.weights import (
+from anonymask.core.errors import MissingWeightsError
+from anonymask.models.anonymizer.refine.weights import (
     REQUIRED,
     SOURCES,
     download_instructions,

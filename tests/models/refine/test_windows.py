@@ -5,7 +5,7 @@ import itertools
 import pytest
 import torch
 
-from anonymask.models.refine.windows import (
+from anonymask.models.anonymizer.refine.windows import (
     WindowAccumulator,
     average_over_windows,
     position_weights,

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from scipy.ndimage import binary_erosion
 
-from anonymask.models.body.appearance import AppearanceBank
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import Camera, SMPLHTrack, upright_orient
-from anonymask.models.render.renderer import MeshSpec, get_renderer, render_sequence
+from anonymask.models.shared.body.appearance import AppearanceBank
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.shared.render.renderer import MeshSpec, get_renderer, render_sequence
 
 W, H = 96, 72
 
@@ -172,7 +172,7 @@ def test_render_sequence_skips_invalid_frames(model, cam):
 
 
 def test_vertex_shading_follows_the_lights():
-    from anonymask.models.render.renderer import shade_vertices
+    from anonymask.models.shared.render.renderer import shade_vertices
 
     pts = np.array([[0.0, 0.0, 3.0]] * 3)
     normals = np.array([[0.0, 0.0, -1.0], [0.0, 0.0, 1.0], [-0.35, -0.55, -1.0]])

@@ -1,6 +1,6 @@
 import numpy as np
 
-from anonymask.models.segment.boxes import box_masks, box_of
+from anonymask.models.anonymizer.segment.boxes import box_masks, box_of
 
 
 def test_box_covers_silhouette_and_detection_with_margin():

@@ -1,11 +1,11 @@
-"""The feet's wider margin (models/segment/masks.py ``contact_margin``) and its settings."""
+"""The feet's wider margin (models/anonymizer/segment/masks.py ``contact_margin``) and its settings."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from anonymask.models.segment.masks import build_person_masks, contact_margin, grow
-from anonymask.models.stage_settings import validate_stage
+from anonymask.config.stages import validate_stage
+from anonymask.models.anonymizer.segment.masks import build_person_masks, contact_margin, grow
 
 
 def _person(h: int = 100, top: int = 10, x0: int = 40, width: int = 20, shape=(150, 120)) -> np.ndarray:
@@ -51,7 +51,7 @@ def test_settings_are_typed_with_defaults_and_bounds():
     assert cfg["contact_band"] == 0.15 and cfg["contact_frac"] == 0.08 and cfg["contact_max"] == 12
     import pytest
 
-    from anonymask.errors import SettingsError
+    from anonymask.core.errors import SettingsError
 
     with pytest.raises(SettingsError):
         validate_stage("segment", {"contact_frac": -0.1})

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from anonymask.models.stage_settings import validate_stage
+from anonymask.config.stages import validate_stage
 from anonymask.tasks.segment import margin_pixels
 
 

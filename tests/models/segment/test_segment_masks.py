@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.segment import (
+from anonymask.models.anonymizer.segment import (
     as_alpha,
     as_full,
     assign_to_tracks,
@@ -156,7 +156,7 @@ def test_unflicker_any_matches_a_temporal_max_filter():
 
 
 def test_build_person_masks_chain_and_track_split():
-    from anonymask.models.segment import build_person_masks
+    from anonymask.models.anonymizer.segment import build_person_masks
 
     t, h, w = 7, 40, 80
     sil = np.zeros((2, t, h, w), bool)

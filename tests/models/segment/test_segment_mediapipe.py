@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anonymask.models.segment import get_segmenter
+from anonymask.models.anonymizer.segment import get_segmenter
 
 
 def demo_frames(n=3, step=30, width=442, height=248) -> np.ndarray:

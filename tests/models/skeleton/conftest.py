@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.skeleton.synthetic import make_synthetic_skeletons
+from anonymask.models.anonymizer.skeleton.synthetic import make_synthetic_skeletons
 
 
 @pytest.fixture(scope="session")

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.models.skeleton.adversarial import (
+from anonymask.models.anonymizer.skeleton.adversarial import (
     AdversarialTrainer,
     accuracy,
     anonymizer_loss,
     entropy,
     pretrain_classifier,
 )
-from anonymask.models.skeleton.anonymizers import ResidualMLPAnonymizer, UNetAnonymizer
-from anonymask.models.skeleton.classifiers import SkeletonClassifier
-from anonymask.models.skeleton.data import normalize_sequence
+from anonymask.models.anonymizer.skeleton.anonymizers import ResidualMLPAnonymizer, UNetAnonymizer
+from anonymask.models.anonymizer.skeleton.classifiers import SkeletonClassifier
+from anonymask.models.anonymizer.skeleton.data import normalize_sequence
 
 
 def _snapshot(module):
@@ -164,7 +164,7 @@ def test_pretrain_ignores_unknown_labels(synthetic):
 def test_pretrain_from_a_dataloader_with_an_anonymizing_transform(synthetic):
     from torch.utils.data import DataLoader
 
-    from anonymask.models.skeleton.data import SkeletonDataset
+    from anonymask.models.anonymizer.skeleton.data import SkeletonDataset
 
     ds = SkeletonDataset(list(synthetic["sequences"]), synthetic["actions"], synthetic["subjects"], length=16, random_crop=True)
     loader = DataLoader(ds, batch_size=12, shuffle=True)

@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from anonymask.errors import DatasetError
-from anonymask.models.skeleton.anonymizers import anonymize_track, load_anonymizer
-from anonymask.models.skeleton.cli import main
+from anonymask.cli.skeleton import main
+from anonymask.core.errors import DatasetError
+from anonymask.models.anonymizer.skeleton.anonymizers import anonymize_track, load_anonymizer
 
 
 def test_cli_writes_results_and_a_loadable_checkpoint(tmp_path):
@@ -41,7 +41,7 @@ def test_cli_rejects_bad_data_files(tmp_path):
 
 
 def test_save_anonymizer_needs_the_state(tmp_path):
-    from anonymask.models.skeleton.anonymizers import save_anonymizer
+    from anonymask.models.anonymizer.skeleton.anonymizers import save_anonymizer
 
     with pytest.raises(ValueError, match="keep_states"):
         save_anonymizer(tmp_path / "a.pt", {"anonymizer_config": {"kind": "mlp", "num_joints": 25}})

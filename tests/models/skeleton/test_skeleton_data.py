@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.errors import DatasetError
-from anonymask.models.skeleton.data import (
+from anonymask.core.errors import DatasetError
+from anonymask.models.anonymizer.skeleton.data import (
     NTULoadReport,
     SkeletonDataset,
     body_joints,
@@ -16,7 +16,7 @@ from anonymask.models.skeleton.data import (
     split_by_values,
     to_length,
 )
-from anonymask.models.skeleton.graphs import NTU25
+from anonymask.models.anonymizer.skeleton.graphs import NTU25
 
 # ----------------------------------------------------------------------------- normalisation
 

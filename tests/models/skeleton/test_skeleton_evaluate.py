@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from anonymask.models.skeleton.anonymizers import build_anonymizer
-from anonymask.models.skeleton.data import SkeletonArrays, normalize_sequence, split_by_sequence
-from anonymask.models.skeleton.evaluate import (
+from anonymask.models.anonymizer.skeleton.anonymizers import build_anonymizer
+from anonymask.models.anonymizer.skeleton.data import SkeletonArrays, normalize_sequence, split_by_sequence
+from anonymask.models.anonymizer.skeleton.evaluate import (
     ClassifierConfig,
     bone_length_attack,
     evaluate_anonymized,
@@ -16,7 +16,7 @@ from anonymask.models.skeleton.evaluate import (
     select_best,
     selection_score,
 )
-from anonymask.models.skeleton.graphs import NTU25, retarget_bone_lengths
+from anonymask.models.anonymizer.skeleton.graphs import NTU25, retarget_bone_lengths
 
 TOY = [
     {"method": "original", "action_acc": 0.95, "reid_acc": 0.90, "recon_error": 0.0},

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from anonymask.models.skeleton.graphs import (
+from anonymask.models.anonymizer.skeleton.graphs import (
     NTU25,
     SMPL22,
     SMPLH52,

@@ -1,14 +1,14 @@
 import pytest
 import torch
 
-from anonymask.models.skeleton.anonymizers import (
+from anonymask.models.anonymizer.skeleton.anonymizers import (
     ResidualMLPAnonymizer,
     UNetAnonymizer,
     anonymize_array,
     anonymize_track,
     build_anonymizer,
 )
-from anonymask.models.skeleton.classifiers import SkeletonClassifier
+from anonymask.models.anonymizer.skeleton.classifiers import SkeletonClassifier
 
 
 def _anonymizers(j):

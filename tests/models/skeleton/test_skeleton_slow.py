@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from anonymask.models.skeleton.data import SkeletonArrays, normalize_sequence, split_by_sequence
-from anonymask.models.skeleton.evaluate import (
+from anonymask.models.anonymizer.skeleton.data import SkeletonArrays, normalize_sequence, split_by_sequence
+from anonymask.models.anonymizer.skeleton.evaluate import (
     ClassifierConfig,
     evaluate_anonymized,
     gaussian_noise,
     run_skeleton_experiment,
     select_best,
 )
-from anonymask.models.skeleton.graphs import NTU25
-from anonymask.models.skeleton.synthetic import make_synthetic_skeletons
+from anonymask.models.anonymizer.skeleton.graphs import NTU25
+from anonymask.models.anonymizer.skeleton.synthetic import make_synthetic_skeletons
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy.ndimage import binary_dilation, binary_erosion
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import JOINT_INDEX as J
-from anonymask.models.body.tracks import Camera
-from anonymask.models.synthetic.generator import (
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.body.tracks import Camera
+from anonymask.models.shared.synthetic.generator import (
     DEMO_PRESET,
     GT_KEYS,
     PRESETS,

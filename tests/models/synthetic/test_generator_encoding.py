@@ -17,7 +17,7 @@ import pytest
 SCRIPT = r"""
 import hashlib, sys
 import numpy as np
-from anonymask.models.synthetic.generator import ENCODE
+from anonymask.models.shared.synthetic.generator import ENCODE
 from anonymask.storage.video_io import write_mp4
 opts = ENCODE if sys.argv[2] == "generator" else {"crf": 16, "preset": "medium"}
 rng = np.random.default_rng(0)

@@ -5,8 +5,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from anonymask.models.synthetic.generator import DEMO_PRESET, load_gt
-from anonymask.models.synthetic.hard import HARD_CASES, generate_hard_cases, render_case
+from anonymask.models.shared.synthetic.generator import DEMO_PRESET, load_gt
+from anonymask.models.shared.synthetic.hard import HARD_CASES, generate_hard_cases, render_case
 
 SMALL = replace(DEMO_PRESET, width=96, height=72, frames=6, supersample=1)
 

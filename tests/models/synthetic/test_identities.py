@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.synthetic.backgrounds import BACKGROUNDS, load_background
-from anonymask.models.synthetic.identities import Identity, make_identities, vertex_regions
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.synthetic.backgrounds import BACKGROUNDS, load_background
+from anonymask.models.shared.synthetic.identities import Identity, make_identities, vertex_regions
 
 
 def test_identities_are_deterministic_and_distinct():

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from anonymask.errors import DatasetError
-from anonymask.models.synthetic import mocap
+from anonymask.core.errors import DatasetError
+from anonymask.models.shared.synthetic import mocap
 
 
 def test_all_shipped_clips_parse():

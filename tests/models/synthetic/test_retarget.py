@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import JOINT_INDEX as J
-from anonymask.models.synthetic import mocap
-from anonymask.models.synthetic.retarget import C, retarget
-from anonymask.models.synthetic.scene import pose_in_ground
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.synthetic import mocap
+from anonymask.models.shared.synthetic.retarget import C, retarget
+from anonymask.models.shared.synthetic.scene import pose_in_ground
 
 BONES = [
     ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anonymask.models.body.model import get_body_model
-from anonymask.models.body.tracks import JOINT_INDEX as J
-from anonymask.models.synthetic.mocap import load_clip
-from anonymask.models.synthetic.retarget import retarget
-from anonymask.models.synthetic.style import MotionStyle, apply_style, mirror_motion, sample_style
+from anonymask.models.shared.body.model import get_body_model
+from anonymask.models.shared.body.tracks import JOINT_INDEX as J
+from anonymask.models.shared.synthetic.mocap import load_clip
+from anonymask.models.shared.synthetic.retarget import retarget
+from anonymask.models.shared.synthetic.style import MotionStyle, apply_style, mirror_motion, sample_style
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets import available, get_adapter
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.datasets.ntu import NTU120_XSUB_TRAIN, parse_ntu_name
 

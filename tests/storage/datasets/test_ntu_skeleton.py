@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets.ntu_skeleton import (
     NUM_JOINTS,
     main_bodies,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets import available, get_adapter
 from anonymask.storage.datasets import sample as sample_mod
 from anonymask.storage.video_io import probe

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anonymask.errors import DatasetError
+from anonymask.core.errors import DatasetError
 from anonymask.storage.datasets import get_adapter
 
 FILES = [

@@ -1,0 +1,1 @@
+"""anonymask.core."""

@@ -1,0 +1,305 @@
+"""Self-audit of anonymized frames with detectors independent of the one that found the people.
+
+People are found by MediaPipe's BlazePose detector + pose landmark model (models/anonymizer/pose). The audit
+uses other models, so one model's blind spot is not the audit's:
+- ``face``: MediaPipe's BlazeFace face detectors (short-range and full-range models, shipped in the
+  wheel), on the frame and on overlapping tiles (small faces), confirmed by the selfie
+  segmentation seeing a person around the face;
+- ``hog``: OpenCV's HOG + linear SVM pedestrian detector (built into OpenCV, no weights file); a
+  weak detection must be confirmed by the pose landmark model on its box (``HogAuditor``).
+
+A detection is a *finding* when most of it lies outside the avatar pixels (the render mask, grown
+by a few pixels): a face or body there is real, not an avatar. Detections on avatars are expected.
+Single-frame detections are weak evidence (HOG fires on furniture now and then), so a finding
+counts only when the same place is found in ``min_frames`` audited frames (a person left in the
+video is there frame after frame).
+
+Registry: ``get_auditor(name, **cfg).detect(frame) -> list[(kind, box x0,y0,x1,y1, score)]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from anonymask.core.registry import build, names, register
+from anonymask.models.shared.geometry import box_iou
+
+
+def available_auditors() -> list[str]:
+    return names("audit")
+
+
+def get_auditor(name: str, **cfg):
+    """The audit detector registered as ``name`` (core/registry.py), settings validated."""
+    return build("audit", name, **cfg)
+
+
+def _tiles(h: int, w: int, frac: float = 0.6) -> list[tuple[int, int, int, int]]:
+    """(x0, y0, x1, y1) overlapping tiles of about ``frac`` of each side (2 or 3 per axis)."""
+    out = []
+    for n, size in ((h, int(round(frac * h))), (w, int(round(frac * w)))):
+        starts = sorted({0, (n - size) // 2, n - size})
+        out.append([(a, a + size) for a in starts])
+    return [(x0, y0, x1, y1) for (y0, y1) in out[0] for (x0, x1) in out[1]]
+
+
+@register("audit", "face")
+class FaceAuditor:
+    """BlazeFace short-range and full-range (MediaPipe wheel models) on the frame and, for frames
+    larger than ``tile_above`` pixels, on overlapping tiles: the models see a 128 / 192 px version
+    of what they are given, so a small face is only found on a tile."""
+
+    def __init__(self, min_score: float = 0.7, tile_above: int = 320, min_person: float = 0.4):
+        import mediapipe as mp
+
+        self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
+                       for s in (0, 1)]
+        self.tile_above = int(tile_above)
+        self.min_score = float(min_score)
+        self.min_person = float(min_person)
+        self._seg = None
+        self.last_scores: list[float] = []
+
+    def _run(self, image: np.ndarray, ox: int, oy: int, models) -> list[tuple[str, np.ndarray, float]]:
+        h, w = image.shape[:2]
+        out = []
+        for m in models:
+            for d in m.process(np.ascontiguousarray(image)).detections or []:
+                sc = float(d.score[0])
+                if sc < self.min_score:
+                    continue
+                b = d.location_data.relative_bounding_box
+                box = np.array([ox + b.xmin * w, oy + b.ymin * h, ox + (b.xmin + b.width) * w,
+                                oy + (b.ymin + b.height) * h], np.float32)
+                out.append(("face", box, sc))
+                self.last_scores.append(sc)
+        return out
+
+    def confirmed(self, frame: np.ndarray, kind: str, box: np.ndarray, score: float) -> bool:
+        """Asked for faces outside avatar pixels: MediaPipe's selfie segmentation, on a crop 3x the
+        face around it, must see a person in the face box (mean probability >= ``min_person``);
+        BlazeFace alone fires on a motorbike's headlight."""
+        import mediapipe as mp
+
+        if self._seg is None:
+            self._seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
+        h, w = frame.shape[:2]
+        bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
+        side = 3.0 * max(bw, bh, 8.0)
+        cx, cy = float(box[0] + box[2]) / 2, float(box[1] + box[3]) / 2 + 0.5 * bh
+        s = 256.0 / side
+        m = np.float32([[s, 0, 128 - cx * s], [0, s, 128 - cy * s]])
+        crop = cv2.warpAffine(frame, m, (256, 256), borderMode=cv2.BORDER_REPLICATE)
+        prob = self._seg.process(np.ascontiguousarray(crop)).segmentation_mask
+        x0, y0 = (np.array([box[0], box[1]]) * s + m[:, 2]).astype(int)
+        x1, y1 = (np.array([box[2], box[3]]) * s + m[:, 2]).astype(int)
+        x0, y0, x1, y1 = max(0, x0), max(0, y0), min(256, x1), min(256, y1)
+        return x1 > x0 and y1 > y0 and float(prob[y0:y1, x0:x1].mean()) >= self.min_person
+
+    def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        out = self._run(frame, 0, 0, self.models)
+        if max(h, w) > self.tile_above:
+            for x0, y0, x1, y1 in _tiles(h, w):
+                out += self._run(frame[y0:y1, x0:x1], x0, y0, self.models[1:])
+        return _nms(out)
+
+
+def _nms(dets: list[tuple[str, np.ndarray, float]], iou: float = 0.4) -> list[tuple[str, np.ndarray, float]]:
+    kept: list[tuple[str, np.ndarray, float]] = []
+    for d in sorted(dets, key=lambda d: -d[2]):
+        if not any(k[0] == d[0] and box_iou(k[1], d[1]) > iou for k in kept):
+            kept.append(d)
+    return kept
+
+
+@register("audit", "hog")
+class HogAuditor:
+    """OpenCV's default HOG people detector (64x128 window) on the frame padded by a replicated
+    border (people cut by the frame edge), upscaled by ``upscale`` when the frame's long side is
+    below ``upscale_below`` (people down to ~96/upscale px tall).
+
+    HOG fires on some static structures (a wall corner, a pillar; scores up to ~2). A detection
+    counts only when a second model agrees (or it scores above ``strong``, off by default): the pose landmark model, run on
+    a region around the box, says a person is present (``confirm``; it says ~0 on walls and ~1 on
+    people, also masked or seen from behind). :func:`audit_frames` asks ``confirmed`` only for
+    detections outside avatar pixels; unconfirmed ones are counted and never fail a video."""
+
+    def __init__(self, hit_threshold: float = 0.3, upscale_below: int = 400, upscale: float = 1.5, pad: int = 16,
+                 strong: float = float("inf"), confirm: bool = True, min_flag: float = 0.85):
+        self.hog = cv2.HOGDescriptor()
+        self.hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
+        self.hit_threshold = float(hit_threshold)
+        self.upscale_below = int(upscale_below)
+        self.upscale = float(upscale)
+        self.pad = int(pad)
+        self.strong = float(strong)
+        self.min_flag = float(min_flag)
+        self._roi = None
+        self.confirm = bool(confirm)
+
+    def _present(self, frame: np.ndarray, box: np.ndarray) -> bool:
+        """The landmark model, from a region around the box, keeps saying "person" while it moves
+        the region onto what it sees (two steps of its own region prediction, flag >= ``min_flag``
+        each time): a person; a tall thin object (a rocket, a pillar) loses the flag on the way."""
+        if self._roi is None:
+            from anonymask.models.anonymizer.pose.roi import RoiLandmarker
+
+            self._roi = RoiLandmarker()
+        bh = float(box[3] - box[1])
+        cx, cy = float(box[0] + box[2]) / 2, float(box[1] + box[3]) / 2
+        for side, dy in ((1.3 * bh, 0.05 * bh), (1.7 * bh, 0.0)):
+            d, nxt, flag = self._roi.track(frame, (cx, cy + dy, side, 0.0))
+            if d is None or flag < 0.5:
+                continue
+            ok = True
+            for _ in range(2):
+                d, nxt, flag = self._roi.track(frame, nxt)
+                if d is None or flag < self.min_flag or d.score < 0.6:
+                    ok = False
+                    break
+            if ok:
+                return True
+        return False
+
+    def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        s = self.upscale if max(h, w) < self.upscale_below else 1.0
+        gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        p = self.pad
+        gray = cv2.copyMakeBorder(gray, p, p, p, p, cv2.BORDER_REPLICATE)
+        if s != 1.0:
+            gray = cv2.resize(gray, None, fx=s, fy=s, interpolation=cv2.INTER_LINEAR)
+        if gray.shape[0] < 128 or gray.shape[1] < 64:  # smaller than the detector's window
+            return []
+        rects, weights = self.hog.detectMultiScale(gray, hitThreshold=self.hit_threshold, winStride=(8, 8),
+                                                   padding=(8, 8), scale=1.05)
+        out = []
+        for (x, y, bw, bh), sc in zip(rects, np.ravel(weights)):
+            # the default detector's window has ~1/8 margin around the person on each side
+            box = np.array([x + bw / 8, y + bh / 10, x + bw * 7 / 8, y + bh * 9 / 10], np.float32) / s - p
+            box = np.clip(box, 0, [w, h, w, h]).astype(np.float32)
+            out.append(("body", box, float(sc)))
+        return _nms(out, 0.5)
+
+    def confirmed(self, frame: np.ndarray, kind: str, box: np.ndarray, score: float) -> bool:
+        """Asked by :func:`audit_frames` for detections outside avatar pixels only (cost)."""
+        return not self.confirm or score >= self.strong or self._present(frame, box)
+
+
+@dataclass
+class AuditFinding:
+    kind: str  # face / body (detectors), gt_leak (ground truth), erased (removed without an avatar)
+    frames: list[int]
+    box: list[float]  # in the first frame it was found
+    score: float
+    outside: float  # share of the box outside avatar pixels
+
+
+@dataclass
+class AuditReport:
+    frames_checked: int = 0
+    detections: int = 0
+    on_avatars: int = 0
+    unconfirmed: int = 0
+    findings: list[AuditFinding] = field(default_factory=list)
+    #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
+    max_frames: dict[str, int] = field(default_factory=dict)
+    #: per kind, the frames a candidate needs to become a finding
+    frames_needed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+    def summary(self) -> str:
+        if self.passed:
+            return f"audit passed: {self.frames_checked} frames checked, {self.detections} detections, all on avatars"
+        def at(b):
+            return f"x={b[0]:.0f}..{b[2]:.0f}, y={b[1]:.0f}..{b[3]:.0f}"
+
+        parts = [f"{f.kind} at {at(f.box)} in frames {_ranges(f.frames)} ({f.outside:.0%} outside avatar pixels)"
+                 for f in self.findings if f.kind not in ("gt_leak", "erased")]
+        parts += [f"ground truth: {f.score:.2%} of the person pixels shown outside avatars, in frames "
+                  f"{_ranges(f.frames)} (first at {at(f.box)})" for f in self.findings if f.kind == "gt_leak"]
+        text = "audit: real person visible outside avatar pixels: " + "; ".join(parts) if parts else ""
+        erased = [f"a person removed without an avatar in frames {_ranges(f.frames)} (first at {at(f.box)}; the "
+                  f"largest region {f.score:.1f}x the video's typical hole, no avatar on it)"
+                  for f in self.findings if f.kind == "erased"]
+        if erased:
+            text = (text + "; " if text else "audit: ") + "person erased, not replaced: " + "; ".join(erased)
+        return text
+
+
+def _ranges(frames: list[int]) -> str:
+    frames = sorted(frames)
+    if len(frames) > 6:
+        return f"{frames[0]}..{frames[-1]} ({len(frames)} checked)"
+    return ",".join(str(f) for f in frames)
+
+
+def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -> float:
+    """Share of the box's central part (``inner`` of its size cut off each side: detector boxes
+    include background around a face or body) whose pixels are not synthetic (avatar)."""
+    h, w = synthetic.shape
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    box = np.array([box[0] + inner * bw, box[1] + inner * bh, box[2] - inner * bw, box[3] - inner * bh])
+    x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+    x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    return float(1.0 - synthetic[y0:y1, x0:x1].mean())
+
+
+def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
+                 min_frames: dict[str, int] | None = None, avatar_grow: int = 3) -> AuditReport:
+    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people]) items;
+    see the module docstring."""
+    need = {"face": 2, "body": 3, **(min_frames or {})}
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
+    rep = AuditReport()
+    groups: list[dict] = []  # candidate findings: kind, box, frames, score, outside
+    for item in frames:
+        t, frame, avatar = item[:3]
+        rep.frames_checked += 1
+        syn = avatar.astype(np.uint8)
+        if kernel is not None:
+            syn = cv2.dilate(syn, kernel)
+        syn = syn.astype(np.float32)
+        # the frame without avatars for a confirming model: avatar pixels replaced by the removed-
+        # people background where the caller gives it (4th item), else greyed out (a flat grey
+        # silhouette still looks like a person to a pose model)
+        blank = frame.copy()
+        if len(item) > 3 and item[3] is not None:
+            grown = syn.astype(bool)
+            blank[grown] = item[3][grown]
+        else:
+            blank[avatar] = 127
+        for a in auditors:
+            for kind, box, score in a.detect(frame):
+                rep.detections += 1
+                out = outside_share(box, syn)
+                if out < min_outside:
+                    rep.on_avatars += 1
+                    continue
+                if hasattr(a, "confirmed") and not a.confirmed(blank, kind, box, score):
+                    rep.unconfirmed += 1
+                    continue
+                g = next((g for g in groups if g["kind"] == kind and box_iou(g["last"], box) > 0.3), None)
+                if g is None:
+                    groups.append({"kind": kind, "box": box, "last": box, "frames": [t], "score": score, "outside": out})
+                elif t not in g["frames"]:
+                    g["frames"].append(t)
+                    g["last"] = box
+                    g["score"] = max(g["score"], score)
+    rep.frames_needed = {k: min(v, max(1, rep.frames_checked)) for k, v in need.items()}
+    for g in groups:
+        rep.max_frames[g["kind"]] = max(rep.max_frames.get(g["kind"], 0), len(g["frames"]))
+        if len(g["frames"]) >= min(need.get(g["kind"], 2), max(1, rep.frames_checked)):
+            rep.findings.append(AuditFinding(g["kind"], sorted(g["frames"]), [float(v) for v in g["box"]],
+                                             float(g["score"]), float(g["outside"])))
+    return rep

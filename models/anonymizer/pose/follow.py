@@ -1,0 +1,167 @@
+"""Follow what keeps moving after a walking person is lost: their legs, their back.
+
+A person leaving the frame is often seen last from the hips down (the
+landmark model let a passer-by in street footage go with legs and hips in view). No offline model here
+finds legs, nor do the audit's detectors, so the walk-on of
+:func:`anonymask.models.anonymizer.pose.bridge.bridge_after_end` (a box carried on at the person's last speed) was
+all that removed them; the legs outpaced it and were shown (docs/RESULTS.md).
+
+Past the walk-on, each frame is compared with the frame ``lag`` before, aligned onto it by a
+homography of what lies outside the person (the identity where none can be measured, as on a
+still camera), at ``width`` px. The pixels that changed by more than ``threshold`` grey levels and
+connect to the box of the frame before (grown by ``reach`` x their height) are where they are now
+and were ``lag`` frames ago; the box removed is the box around them joined with the last
+sighting's box, where the avatar stays held. Following stops where
+
+- less than ``min_share`` of a person's box moves (they left, or stopped);
+- more than ``max_area`` x a person's box moves (a van driving past a body drawn on it, a pan the
+  homography cannot undo): pure motion, no person model, so this bounds what it may take;
+- what moves falls back against the way they walked (``back`` x their height): once they left,
+  the parallax of a hand-held camera behind them keeps changing pixels, and is not them;
+- ``frames`` frames have passed, or the shot ends.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from anonymask.models.shared.align import small_grey, step_homographies
+
+
+def moving_box(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, height: float, *, threshold: float,
+               reach: float, min_area: float, bridge: float = 0.08) -> np.ndarray | None:
+    """The box around what changed between two grey frames (``prev`` already aligned onto ``cur``;
+    NaN where it has no pixel): the connected parts of the change that reach into ``box`` grown by
+    ``reach`` x ``height``, whole, after joining changes up to ``bridge`` x ``height`` apart; None
+    when less than ``min_area`` pixels changed there."""
+    h, w = cur.shape
+    valid = np.isfinite(prev)
+    diff = (np.abs(np.nan_to_num(prev) - cur) > threshold) & valid
+    diff = cv2.morphologyEx(diff.view(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    # a plain-coloured leg changes only at its edges from one frame to the next: join the edges of
+    # one body part (their gap is about its width)
+    r = max(1, int(round(bridge * height)))
+    diff = cv2.dilate(diff, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))
+    g = reach * height
+    x0, y0 = int(max(0, np.floor(box[0] - g))), int(max(0, np.floor(box[1] - g)))
+    x1, y1 = int(min(w, np.ceil(box[2] + g))), int(min(h, np.ceil(box[3] + g)))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(diff, connectivity=8)
+    touching = set(np.unique(labels[y0:y1, x0:x1]).tolist()) - {0}  # whole parts, also beyond the box
+    keep = [i for i in touching if stats[i, cv2.CC_STAT_AREA] >= 4]
+    if not keep or sum(int(stats[i, cv2.CC_STAT_AREA]) for i in keep) < min_area:
+        return None
+    xs = [stats[i, cv2.CC_STAT_LEFT] for i in keep] + [stats[i, cv2.CC_STAT_LEFT] + stats[i, cv2.CC_STAT_WIDTH]
+                                                         for i in keep]
+    ys = [stats[i, cv2.CC_STAT_TOP] for i in keep] + [stats[i, cv2.CC_STAT_TOP] + stats[i, cv2.CC_STAT_HEIGHT]
+                                                        for i in keep]
+    out = np.array([min(xs), min(ys), max(xs), max(ys)], np.float32)
+    # leaving through a border: the part between the changed edge and the border has not changed
+    # (the same plain trouser leg in both frames), but it is still them
+    out[:2][out[:2] <= r] = 0
+    if out[2] >= w - r:
+        out[2] = w
+    if out[3] >= h - r:
+        out[3] = h
+    return out
+
+
+def _aligned(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, grow: float) -> np.ndarray:
+    """``prev`` mapped onto ``cur`` by the homography of what lies outside ``box`` grown by
+    ``grow`` px (both grey, same size); NaN where it has no pixel. The identity where the motion
+    cannot be measured (a flat or blurred frame, or a still camera with nothing to find)."""
+    h, w = cur.shape
+    usable = np.full((h, w), 255, np.uint8)
+    x0, y0 = int(max(0, box[0] - grow)), int(max(0, box[1] - grow))
+    x1, y1 = int(min(w, box[2] + grow)), int(min(h, box[3] + grow))
+    usable[y0:y1, x0:x1] = 0
+    a, b = prev.astype(np.uint8), cur.astype(np.uint8)
+    hm = step_homographies([a, b], [usable, usable])[0]
+    if hm is None:
+        return prev
+    out = cv2.warpPerspective(prev, hm, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                              borderValue=np.nan)
+    return out
+
+
+def _centre(box: np.ndarray) -> np.ndarray:
+    return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2], np.float64)
+
+
+def _lead(box: np.ndarray, way: np.ndarray) -> float:
+    """How far the box reaches in direction ``way`` (its furthest corner along it)."""
+    xs = (box[0], box[2])
+    ys = (box[1], box[3])
+    return max(float(x * way[0] + y * way[1]) for x in xs for y in ys)
+
+
+def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *, threshold: float = 25.0,
+                  frames: int = 30, lag: int = 2, reach: float = 0.15, min_share: float = 0.02,
+                  max_area: float = 2.5, back: float = 0.15, width: int = 320) -> list[int]:
+    """Extend a lost walker's removed boxes (in place; see the module docstring) past the end of
+    their walk-on (the bridged frames after ``last``, their last sighting): each later frame's box
+    becomes the box around what moved next to the box of the frame before, joined with the last
+    sighting's box. Stops at the first frame where too little moves or too much, or after
+    ``frames`` frames, or at the end of ``boxes`` (the shot). ``read_frames(a, b)`` gives frames
+    a..b-1. Returns the frames whose box it set (bridged: ``gap`` True)."""
+    t_len = len(boxes)
+    ref = boxes[last]
+    if not np.all(np.isfinite(ref)) or last + 1 >= t_len or threshold <= 0:
+        return []
+    height = float(ref[3] - ref[1])
+    area = float((ref[2] - ref[0]) * (ref[3] - ref[1]))
+    walk_end = last
+    while walk_end + 1 < t_len and gap[walk_end + 1] and np.isfinite(boxes[walk_end + 1, 0]):
+        walk_end += 1
+    stop = min(t_len, walk_end + 1 + int(frames))
+    # a person's size: their last box, or the walk-on's last one (carried on at the speed their box
+    # grew while they came into view), within the frame
+    h_img, w_img = np.asarray(read_frames(last, last + 1)[0]).shape[:2]
+    end = np.clip(boxes[walk_end], 0, [w_img, h_img, w_img, h_img])
+    area = max(area, float((end[2] - end[0]) * (end[3] - end[1])))
+    cache: dict[int, tuple[np.ndarray, float]] = {}
+
+    def grey(t: int) -> tuple[np.ndarray, float]:
+        if t not in cache:
+            a = max(0, t - lag)
+            for k, f in enumerate(read_frames(a, min(t_len, a + 16))):
+                g, scale = small_grey(np.asarray(f), width)
+                cache.setdefault(a + k, (g.astype(np.float32), scale))
+            for old in [k for k in cache if k < t - lag]:
+                del cache[old]
+        return cache[t]
+
+    # the way they were walking: what follows them must keep going that way (its leading edge never
+    # falls back by more than ``back`` x their height; what moves behind them once they left, parallax
+    # of a hand-held camera, a bystander's sway, is not them)
+    way = _centre(boxes[walk_end]) - _centre(ref)
+    if not np.all(np.isfinite(way)) or float(np.hypot(*way)) < 1.0:
+        return []
+    way = way / float(np.hypot(*way))
+    lead = _lead(boxes[walk_end], way)
+    changed: list[int] = []
+    prev_box = boxes[walk_end].astype(np.float32)
+    for t in range(walk_end + 1, stop):
+        cur, k = grey(t)
+        before, _ = grey(max(0, t - lag))
+        small_box = prev_box * k
+        aligned = _aligned(before, cur, small_box, reach * height * k + 8)
+        found = moving_box(aligned, cur, small_box, height * k, threshold=threshold, reach=reach,
+                           min_area=min_share * area * k * k)
+        if found is None or np.isfinite(boxes[t, 0]):
+            break  # nothing moves next to them any more (or the track goes on there)
+        moved = np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32)
+        if (moved[2] - moved[0]) * (moved[3] - moved[1]) > max_area * area:
+            break  # more moves than a person of their size: a car, the camera; followed no further
+        if _lead(moved, way) < lead - back * height:
+            break  # it falls back: not the walker (they left)
+        lead = max(lead, _lead(moved, way))
+        # joined with the last sighting's box, where the avatar stays held: one region with an
+        # avatar on it, never less than holding would remove
+        boxes[t] = np.concatenate([np.minimum(moved[:2], ref[:2]), np.maximum(moved[2:], ref[2:])])
+        gap[t] = True
+        changed.append(t)
+        prev_box = moved
+    return changed

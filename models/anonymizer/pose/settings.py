@@ -1,0 +1,276 @@
+"""The ``pose4d`` stage's settings for the ``mediapipe`` backend, as one typed tree.
+
+One sub-model per pass of person discovery (models/anonymizer/pose/estimate.py): ``discover`` (detect and
+follow, frame by frame), ``link``, ``confirm``, ``fit``, ``bridge`` (hold and extend past a track's
+ends) and ``faces``. Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
+and passed down whole; the passes and the classes they build take every value from here and have
+no defaults of their own (tests/models/pose/test_pose_settings.py checks that), so a test that
+calls a pass runs the configuration production runs.
+
+Every threshold says its unit and why it is there. Which clips showed the need for a value, and
+the sweeps that chose it, are in docs/RESULTS.md (search for the setting's name).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PassSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DiscoverSettings(PassSettings):
+    """Detect and follow every person frame by frame (models/anonymizer/pose/discover.py ``PersonDiscovery``)."""
+
+    detect_every: int = Field(4, ge=1, description="frames between full-frame detector runs; it also runs on "
+                                                   "any frame where a track was lost (cost against how late a "
+                                                   "newcomer is found)")
+    keyframe_every: int = Field(10, ge=1, description="frames between keyframes, where tiles (when on) look for "
+                                                      "people too small for the full-frame detector")
+    tiles: bool = Field(False, description="tile keyframes: small people in large frames (costs one detector "
+                                           "call per tile)")
+    tile_frac: float = Field(0.6, gt=0.0, le=1.0, description="tile side as a share of the frame's short side")
+    tile_min_score: float = Field(0.5, ge=0.0, le=1.0, description="detector score a tile's detection needs "
+                                                                   "(a tile sees less context than the frame)")
+    recover_missed: bool = Field(True, description="a person the frame detector missed is searched for in a crop "
+                                                   "around where their track was predicted")
+    roi_tracking: bool = Field(True, description="follow each person by the landmark model on a region from their "
+                                                 "last landmarks (a person seen from behind has no detectable face)")
+    hold: bool = Field(True, description="a track lost while its person's pixels are unchanged is held in place "
+                                         "(a still person the landmark model lets go of)")
+    hold_tol: float = Field(12.0, ge=0.0, description="grey levels: mean change of a lost person's region under "
+                                                      "which they still stand there")
+    hold_refresh: float = Field(0.5, ge=0.0, le=1.0, description="share of hold_tol: a held person's region that "
+                                                                 "changed less is compared with this frame next "
+                                                                 "(someone standing still sways a little)")
+    hold_reach: float = Field(0.5, ge=0.0, description="person heights around a held person searched for parts "
+                                                       "that moved since they were last seen")
+    hold_motion: float = Field(30.0, ge=0.0, description="grey levels: pixels next to a held person that changed "
+                                                         "by more stay theirs (an arm stretched out); 0: last mask")
+    limbs: bool = Field(True, description="draw limbs placed by the landmarks into the person's mask beyond the "
+                                          "segmentation")
+    limb_conf: float = Field(0.1, ge=0.0, le=1.0, description="landmark visibility a limb needs to be drawn into "
+                                                              "the mask (a leg behind an object is seen at 0.2-0.5)")
+    limb_width: float = Field(0.05, gt=0.0, description="person heights: thickness of a limb drawn into the mask")
+    limb_reach: float = Field(0.3, ge=0.0, description="person heights outside their box a limb's landmarks may "
+                                                       "lie and still be drawn (farther: placed on someone else)")
+    head_conf: float = Field(0.5, ge=0.0, le=1.0, description="visibility of face landmarks for the head disc "
+                                                              "(hair, a hat the segmentation trims)")
+    match_iou: float = Field(0.15, ge=0.0, le=1.0, description="box IoU a detection needs with a track's predicted "
+                                                               "box to continue it")
+    held_iou: float = Field(0.5, ge=0.0, le=1.0, description="box IoU a detection with other landmarks needs to "
+                                                             "continue a held track (else it is someone else)")
+    same_bonus: float = Field(0.3, ge=0.0, le=1.0, description="IoU added when a detection's landmarks match a "
+                                                              "track's last ones (the same pose: the same person)")
+    same_tol: float = Field(0.25, gt=0.0, description="person heights two landmark sets may differ by and be the "
+                                                      "same person's pose (tracker, tile re-detection)")
+    hold_visible: float = Field(0.3, ge=0.0, le=1.0, description="share of a lost person's last mask that must "
+                                                                 "be in view (not behind someone found) to hold them")
+    held_search_every: int = Field(5, ge=1, description="frames between searches for a person held in place (a "
+                                                        "full-frame search on every frame finds hallucinations)")
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a track last seen this close to a "
+                                                          "border may have left (it did not vanish inside)")
+    vanished_ratio: float = Field(1.5, ge=1.0, description="size ratio: on the last frame only people about the "
+                                                           "size of one who vanished inside the frame are kept")
+    drawn_over: float = Field(0.8, ge=0.0, le=1.0, description="share of a followed person's mask a new detection "
+                                                               "holds for it to be that person drawn wrongly")
+    tile_cut_px: int = Field(2, ge=0, description="px: a tile detection this close to an inner tile border was cut "
+                                                  "by the tile")
+    crop_scale: float = Field(1.6, ge=1.0, description="crop side / person size when a tile detection is re-detected "
+                                                       "on a crop centred on it")
+    crop_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU that makes a re-detection or a frame "
+                                                             "detection the same person as the one searched for")
+    search_scale: float = Field(1.8, ge=1.0, description="crop side / predicted box when a lost person is searched "
+                                                         "for where they should be")
+    search_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU a detection in that crop needs with the "
+                                                               "predicted box to be them")
+    backfill: bool = Field(True, description="tracks that start late are followed backwards to where their "
+                                             "person came in")
+    backfill_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU that stops a backwards follow on "
+                                                                 "another track (it reached someone else)")
+
+
+class ScanSettings(PassSettings):
+    """The landmark-model scan over a grid of regions (models/anonymizer/pose/scan.py ``PoseScanner``): finds
+    people who stand still, whom the face-keyed detector can miss for the whole video."""
+
+    enabled: bool = Field(True, description="scan at all (people masked, seen from behind, small or still)")
+    every: int = Field(16, ge=1, description="frames between scans (its calls dominate pose4d's time)")
+    rotate: int = Field(2, ge=1, description="after its first pass a scan looks at regions whose pixels changed plus "
+                                             "1/rotate of the others; 1: the whole grid on every scan")
+    sides: tuple[float, ...] = Field((0.2, 0.3, 0.45, 0.7), min_length=1, description="region sides as shares of the "
+                                                                                      "frame's long side")
+    min_side: int = Field(48, ge=8, description="px: smallest region side (the landmark model's input is 256 px)")
+    stride: float = Field(0.5, gt=0.0, le=1.0, description="region sides between neighbouring regions")
+    refine: int = Field(2, ge=1, description="steps of the region the model predicts from the last, as in "
+                                             "MediaPipe's own tracking")
+    first_flag: float = Field(0.5, ge=0.0, le=1.0, description="person flag the first look needs to be refined")
+    min_flag: float = Field(0.9, ge=0.0, le=1.0, description="person flag after refining for a person to be found")
+    min_score: float = Field(0.6, ge=0.0, le=1.0, description="landmark visibility score of a found person")
+    min_aspect: float = Field(0.9, gt=0.0, description="height / width a found body needs (clutter is often wide)")
+    combined: float = Field(0.2, ge=-5.0, le=5.0, description="second-opinion score a scan hit needs (HOG margin x weight + "
+                                             "segmentation; higher than for a detector hit: the scan hallucinates)")
+    anchor: bool = Field(True, description="accept a person on a region the model is sure of when the regions it "
+                                           "predicts drift off them (a thin person in front of a big object)")
+    anchor_scales: tuple[float, ...] = Field((0.85, 0.75), description="anchored region sides as shares of the "
+                                                                       "first look's")
+    anchor_tol: float = Field(0.15, ge=0.0, description="person heights the anchored landmarks may move from the "
+                                                        "first look's")
+    anchor_flag: float = Field(0.75, ge=0.0, le=1.0, description="person flag an anchored region needs")
+    anchor_shift: float = Field(0.08, ge=0.0, description="region sides the stability check shifts the region by")
+    anchor_jitter: float = Field(0.05, ge=0.0, description="person heights the landmarks may move under that shift "
+                                                           "(0.04 measured on a real person, 0.08 on clutter)")
+    change_tol: float = Field(12.0, ge=0.0, description="grey levels: a region's pixels changed since the last scan")
+    change_min: float = Field(0.002, ge=0.0, le=1.0, description="share of a region's pixels that must have changed "
+                                                                 "for it to be looked at again")
+
+
+class EvidenceSettings(PassSettings):
+    """A second opinion from models other than the pose landmark model (HOG pedestrian SVM,
+    selfie segmentation) before a scan or tile hit starts a track (models/anonymizer/pose/scan.py)."""
+
+    enabled: bool = Field(True, description="ask for the second opinion on detector, tile and scan hits (the landmark "
+                                            "model hallucinates bodies)")
+    hog_min: float = Field(0.0, ge=-5.0, le=5.0, description="HOG SVM margin that is enough on its own (> 0: a pedestrian)")
+    hog_weight: float = Field(0.1, ge=0.0, description="weight of the HOG margin when the segmentation decides")
+    min_combined: float = Field(0.0, ge=-5.0, le=5.0, description="HOG margin x weight + segmentation probability a detector hit needs")
+
+
+class VerifySettings(PassSettings):
+    """Tracks that are people (models/anonymizer/pose/verify.py): a raw track with no evidence over its life
+    of being a person is dropped (no avatar, its pixels not removed)."""
+
+    enabled: bool = Field(True, description="False: every track is kept (the behaviour before the pass).")
+    min_life_frames: int = Field(
+        250, ge=1,
+        description="Frames from a track's first to its last frame below which it is always kept: a short "
+                    "track costs little and its evidence is thin, so privacy decides.")
+    landmark_conf: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="Landmark visibility (0..1) a body landmark needs to count in the motion cue: a "
+                    "landmark guessed at low visibility jitters whatever is under it.")
+    min_held_share: float = Field(
+        0.9, ge=0.0, le=1.0,
+        description="Share of a track's frames held in place (no landmarks: the landmark model lost it and "
+                    "only its unchanged pixels keep it) below which it is kept: where the landmark model "
+                    "keeps seeing a body, nothing here can tell a still person from clutter.")
+    keep_refound: int = Field(
+        1, ge=0,
+        description="Fresh finds after its first frame (detector, scan or search) at or above which a track "
+                    "is kept: a still person who is held is searched for every 5th frame and found again now "
+                    "and then (docs/RESULTS.md: 6 times in 48 frames); held clutter is not.")
+    keep_motion_heights: float = Field(
+        0.15, ge=0.0,
+        description="Range (5th-95th percentile, units of the track's median box height) of its body "
+                    "landmarks over the frames not held at or above which a track is kept: a body that "
+                    "moved is a person.")
+
+
+class LinkSettings(PassSettings):
+    """Tracks that are one person lost behind an occluder become one (models/anonymizer/pose/link.py)."""
+
+    gap: int = Field(48, ge=0, description="frames a person may be hidden and still be linked; 0: no linking")
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a track ending or starting this "
+                                                          "close to a border may have left or entered, not hidden")
+    speed: float = Field(0.08, ge=0.0, description="person heights per hidden frame the linked box may have moved")
+    slack: float = Field(0.5, ge=0.0, description="person heights the linked box may be off at no gap")
+    max_ratio: float = Field(1.5, ge=1.0, description="largest size ratio between the two ends (a child is not the "
+                                                      "adult who walked behind the pillar)")
+    handover_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU two tracks need to link in the same "
+                                                                 "frame (a hand-over)")
+
+
+class ConfirmSettings(PassSettings):
+    """Which tracks are posed and which get a neutral avatar in their box (never erased)."""
+
+    min_visible_frames: int = Field(2, ge=1, description="frames a track must be seen to be posed: one frame's "
+                                                         "landmarks fit no motion (capped at the video length)")
+
+
+class FitSettings(PassSettings):
+    """SMPL-H fitted to each track's landmarks (models/anonymizer/pose/fit.py)."""
+
+    iterations: int = Field(150, ge=1, description="optimiser steps per fit")
+    w_3d: float = Field(0.25, ge=0.0, description="weight of the landmark model's 3-D landmarks against the 2-D "
+                                                  "reprojection (followed closely, their depth turns limbs)")
+    batch_frames: int = Field(2048, ge=1, description="padded frames fitted in one optimisation (memory of one "
+                                                      "long track; shorter tracks share the steps' fixed cost)")
+
+
+class BridgeSettings(PassSettings):
+    """A track's avatar and removed box past its ends: held where the person stopped being seen in the
+    open, carried on where they walked or crossed a border (models/anonymizer/pose/estimate.py)."""
+
+    edge: float = Field(0.03, ge=0.0, le=0.5, description="share of the frame: a box this close to a border may "
+                                                          "be leaving, so it is carried on, not held")
+    min_speed: float = Field(0.03, ge=0.0, description="box heights per frame above which a lost person was "
+                                                       "walking and walks on")
+    velocity_frames: int = Field(5, ge=2, description="last (first) seen frames a track's velocity is taken over")
+    follow_motion: float = Field(25.0, ge=0.0, description="grey levels: what keeps moving next to a person lost "
+                                                           "while walking stays removed; 0: the walk-on box only")
+    follow_frames: int = Field(30, ge=0, description="frames past the walk-on the moving parts are followed")
+    start_overlap: float = Field(0.2, ge=0.0, le=1.0, description="share of a late track's first box inside "
+                                                                  "someone else's: it was hidden there, so it is "
+                                                                  "held before its first frame too")
+
+
+class FaceSettings(PassSettings):
+    """Faces that no avatar's head covers become face people (models/anonymizer/pose/faces.py)."""
+
+    enabled: bool = Field(True, description="look for faces no person explains (a close-up the pose models miss)")
+    heads: bool = Field(True, description="a face is explained only by an avatar head on it; False: by any "
+                                          "person's box holding its centre")
+    every: int = Field(2, ge=1, description="frames between face detections")
+    min_score: float = Field(0.6, ge=0.0, le=1.0, description="BlazeFace score a face needs (below, patterns and "
+                                                              "headlights pass)")
+    upscale_below: int = Field(240, ge=0, description="px: frames whose long side is smaller are upscaled 2x for "
+                                                      "the face detector (its smallest face is ~20 px)")
+    track_gap: int = Field(8, ge=0, description="face detections a face track may miss and continue")
+    track_iou: float = Field(0.1, ge=0.0, le=1.0, description="box IoU a face needs with a track's last face to "
+                                                              "continue it")
+    min_detections: int = Field(3, ge=1, description="detections a face track needs: one detection is often a "
+                                                     "pattern, a real face stays")
+    mask_threshold: float = Field(0.5, gt=0.0, le=1.0, description="selfie-segmentation probability that is the "
+                                                                   "face person's body")
+    confirm_samples: int = Field(5, ge=1, description="frames of a face track the segmentation checks")
+    confirm_min_prob: float = Field(0.5, ge=0.0, le=1.0, description="median segmentation probability inside the "
+                                                                     "face box for it to be a person's face")
+    read_frames: int = Field(64, ge=1, description="frames read at a time by the face search (memory only)")
+    yield_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU with a face person's body above which "
+                                                              "another track is that person and yields its avatar")
+    same_face_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU above which a face found in a body's "
+                                                                  "box is the face person's own face")
+    parts_yield: bool = Field(True, description="a small body drawn on a face person (their chest, their hair) "
+                                                "is not drawn there; its pixels stay removed")
+    part_cover: float = Field(0.72, ge=0.0, le=1.0, description="share of a body's box that is the face person's "
+                                                                "segmentation for it to be a part of them")
+    part_height: float = Field(0.6, gt=0.0, description="largest part height as a share of the face person's")
+
+
+class MediapipePoseSettings(PassSettings):
+    """The whole tree (what ``MediapipePose`` is built from)."""
+
+    max_gap: int = Field(10, ge=0, description="frames a person may go unseen and stay one track; also how far a "
+                                               "track is held or carried on past its ends")
+    discover: DiscoverSettings = DiscoverSettings()
+    scan: ScanSettings = ScanSettings()
+    evidence: EvidenceSettings = EvidenceSettings()
+    verify: VerifySettings = VerifySettings()
+    link: LinkSettings = LinkSettings()
+    confirm: ConfirmSettings = ConfirmSettings()
+    fit: FitSettings = FitSettings()
+    bridge: BridgeSettings = BridgeSettings()
+    faces: FaceSettings = FaceSettings()
+
+
+#: settings of the flat layout before 2026-11-26 -> where they are now (a clear error names the new key)
+RENAMED: dict[str, str] = {
+    "min_visible_frames": "confirm.min_visible_frames", "link_gap": "link.gap",
+    "keyframe_every": "discover.keyframe_every", "tiles": "discover.tiles", "detect_every": "discover.detect_every",
+    "scan": "scan.enabled", "scan_every": "scan.every", "scan_rotate": "scan.rotate",
+    "backfill": "discover.backfill", "anchor": "scan.anchor", "hold_motion": "discover.hold_motion",
+    "limb_conf": "discover.limb_conf", "faces": "faces.enabled", "face_heads": "faces.heads",
+    "parts_yield": "faces.parts_yield", "follow_motion": "bridge.follow_motion", "iterations": "fit.iterations",
+    "w_3d": "fit.w_3d",
+}

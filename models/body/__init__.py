@@ -1,1 +1,0 @@
-"""anonymask.models.body."""
