@@ -5,12 +5,13 @@ Raw videos under ``raw/<dataset>/``, stores at ``stores/<dataset>.zarr``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from anonymask.core.environment import environment
 
 
 def data_root() -> Path:
-    return Path(os.environ.get("ANONYMASK_DATA", "data")).resolve()
+    return environment().data
 
 
 def default_source(dataset: str) -> Path:
@@ -22,7 +23,5 @@ def default_store(dataset: str) -> Path:
 
 
 def weights_root() -> Path | None:
-    """``$ANONYMASK_WEIGHTS``, the one folder every weight-backed model loads from (None: unset).
-    The only place the variable is read."""
-    w = os.environ.get("ANONYMASK_WEIGHTS")
-    return Path(w) if w else None
+    """``$ANONYMASK_WEIGHTS``, the one folder every weight-backed model loads from (None: unset)."""
+    return environment().weights

@@ -22,9 +22,11 @@ TRACEBACK_LOGGER = "anonymask.tracebacks"
 
 
 def log_dir() -> Path:
-    env = os.environ.get("ANONYMASK_LOG_DIR")
-    if env:
-        return Path(env)
+    from anonymask.core.environment import environment
+
+    env = environment().log_dir
+    if env is not None:
+        return env
     from anonymask.core.paths import data_root
 
     return data_root() / "logs"

@@ -27,7 +27,10 @@ EXIT_API_LOST = 3
 
 
 def api_lost_s() -> float:
-    return float(os.environ.get("ANONYMASK_API_LOST_S") or API_LOST_S)
+    from anonymask.core.environment import environment
+
+    lost = environment().api_lost_s
+    return API_LOST_S if lost is None else lost
 
 
 def _answers(health_url: str, timeout: float) -> bool:

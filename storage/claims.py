@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from anonymask.core.environment import environment
 from anonymask.core.errors import VideoBusyError
 
 LOCK_GROUP = "locks"
@@ -83,7 +84,7 @@ def owner_info(run: str | None = None) -> dict[str, Any]:
     return {
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "run": run or os.environ.get("ANONYMASK_RUN_ID", ""),
+        "run": run or environment().run_id,
         "since": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 

@@ -38,10 +38,10 @@ from typing import Any
 import av
 import numpy as np
 
+from anonymask.core.environment import environment
 from anonymask.core.errors import InvalidVideoError
 
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg")
-MAX_SIDE = int(os.environ.get("ANONYMASK_MAX_VIDEO_SIDE", "8192"))
 #: codecs that take x264-style ``crf``
 _CRF_CODECS = {"libx264", "libx264rgb", "libx265", "libvpx-vp9", "libaom-av1", "libsvtav1"}
 #: pixel formats whose chroma planes are subsampled (width, height) by 2
@@ -108,7 +108,7 @@ def check_frame_size(
     path: str | Path, width: int, height: int, *, max_side: int | None = None, allow_odd: bool = False
 ) -> None:
     """Raise InvalidVideoError for sizes the pipeline cannot handle."""
-    max_side = MAX_SIDE if max_side is None else max_side
+    max_side = environment().max_video_side if max_side is None else max_side
     if width <= 0 or height <= 0:
         raise InvalidVideoError(path, f"unsupported frame size {width}x{height} (zero width or height)")
     if width > max_side or height > max_side:

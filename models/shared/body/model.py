@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from anonymask.core.environment import environment, variable
 from anonymask.core.errors import MissingWeightsError
 
 from .procedural import FORMAT_VERSION, write_model_file
 from .tracks import GENDERS, NUM_BETAS, NUM_JOINTS, SMPLHTrack
 
-ENV_SMPLH_DIR = "ANONYMASK_SMPLH_DIR"
-ENV_CACHE = "ANONYMASK_CACHE"
+ENV_SMPLH_DIR = variable("smplh_dir")
 _CHUNK = 128  # frames per smplx call: bounds the (T, V, 4, 4) skinning transforms in memory
 
 
@@ -49,7 +49,7 @@ class BodyModelFilesError(MissingWeightsError):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "anonymask")
+    return environment().cache or Path.home() / ".cache" / "anonymask"
 
 
 def _candidates(folder: Path, gender: str) -> list[Path]:
@@ -69,7 +69,7 @@ def resolve_model_file(model_dir: str | os.PathLike | None = None, gender: str =
     """
     if gender not in GENDERS:
         raise ValueError(f"gender {gender!r} not in {GENDERS}")
-    folder = model_dir if model_dir is not None else os.environ.get(ENV_SMPLH_DIR) or None
+    folder = model_dir if model_dir is not None else environment().smplh_dir
     if folder is not None:
         folder = Path(folder).expanduser()
         cands = _candidates(folder, gender)
@@ -286,4 +286,5 @@ def _cached(gender: str, model_dir: str | None, device: str) -> BodyModel:
 
 def get_body_model(gender: str = "neutral", device: str = "cpu") -> BodyModel:
     """One BodyModel per (gender, ANONYMASK_SMPLH_DIR, device) per process."""
-    return _cached(gender, os.environ.get(ENV_SMPLH_DIR) or None, device)
+    smplh = environment().smplh_dir
+    return _cached(gender, None if smplh is None else str(smplh), device)

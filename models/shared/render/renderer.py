@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from anonymask.core.environment import environment
 from anonymask.models.shared.body.tracks import Camera
 
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
@@ -44,7 +45,6 @@ def _storage_multisample(target, samples, internal_format, width, height):
 
 
 _pyrender_renderer.glRenderbufferStorageMultisample = _storage_multisample
-ENV_ANTIALIAS = "ANONYMASK_RENDER_AA"  # "auto" (default: only on hardware GL), "1" or "0"
 
 _CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])  # camera node pose: OpenCV world, OpenGL camera
 Z_NEAR, Z_FAR = 0.05, 200.0
@@ -137,9 +137,9 @@ class Renderer:
                 "(Debian/Ubuntu: libegl1 libegl-mesa0 libgl1-mesa-dri, or an NVIDIA driver)."
             ) from err
         self.gl_renderer = self._gl_renderer_name()
-        mode = os.environ.get(ENV_ANTIALIAS, "auto").strip().lower()
+        mode = environment().render_aa  # auto: only on hardware GL
         software = any(k in self.gl_renderer.lower() for k in ("llvmpipe", "softpipe", "swrast"))
-        self.antialias = (not software) if mode == "auto" else mode in ("1", "true", "yes", "on")
+        self.antialias = (not software) if mode == "auto" else mode == "on"
         _MSAA["samples"] = 4 if self.antialias else 0
         self.width, self.height = int(width), int(height)
         self._scene = pyrender.Scene(bg_color=np.zeros(4), ambient_light=np.zeros(3))
