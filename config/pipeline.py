@@ -13,20 +13,8 @@ import copy
 import json
 from typing import Any
 
+from anonymask.config.datasets import dataset_defaults
 from anonymask.core.errors import SettingsError
-
-#: per-dataset defaults on top of the stages' own (the deployments use these)
-DATASET_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
-    "demo": {"ingest": {"max_side": 320}},
-    "synthetic": {"ingest": {"max_side": 320}},
-    "sample": {"ingest": {"max_side": 480}},
-    "ntu": {"pose4d": {"backend": "ntu-skeleton"}, "ingest": {"max_side": 640}},
-    "ntu120": {"pose4d": {"backend": "ntu-skeleton"}, "ingest": {"max_side": 640}},
-    "tsh": {"ingest": {"max_side": 640}},
-    "ucf101": {"ingest": {"max_side": 320}},
-    "hmdb51": {"ingest": {"max_side": 320}},
-}
-
 
 #: how videos are scheduled; not part of any stage's record, so changing it recomputes nothing.
 #: workers: Dask worker processes for ``--runner dask``; video_memory_gb: memory budget of one
@@ -91,4 +79,4 @@ def pipeline_config(dataset: str, overrides: dict[str, Any] | None = None) -> di
     such as ``folder``, is fine), then the user's overrides; validated and complete."""
     from anonymask.config.stages import validate_pipeline
 
-    return validate_pipeline(deep_merge(DATASET_DEFAULTS.get(dataset, {}), overrides or {}))
+    return validate_pipeline(deep_merge(dataset_defaults(dataset).pipeline, overrides or {}))

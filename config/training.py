@@ -1,12 +1,8 @@
-"""Settings of an action-training run: the paper's defaults per dataset, then the user's overrides.
+"""Settings of an action-training run: the dataset's defaults (config/datasets.py), then the
+user's overrides.
 
-Every setting is a field of ``TrainSettings`` (models/training/action/settings.py, typed and range-checked);
-this module only says which defaults each dataset starts from. Defaults follow the MaskDP paper's
-fine-tuning recipe for the real datasets (batch 128, C = 1, lr 0.01, 150 epochs on NTU / Toyota
-Smarthome and 300 on UCF-101, 20 warmup epochs then cosine, delta 1e-6 on NTU and 1e-5 otherwise,
-MViTv2-S from Kinetics-400 with the normalisation layers of the last two blocks + head trainable).
-The bundled synthetic sets get a tiny network and a few epochs so a run finishes in seconds to
-minutes on a laptop CPU.
+Every setting is a field of ``TrainSettings`` (models/training/action/settings.py, typed and
+range-checked).
 """
 
 from __future__ import annotations
@@ -16,37 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from anonymask.config.datasets import dataset_defaults
 from anonymask.core.errors import SettingsError  # noqa: F401 - raised here, imported from here by callers
 from anonymask.models.training.action.settings import TrainSettings, normalize_mode, settings_error
-
-_TINY: dict[str, Any] = {
-    "arch": "tiny",
-    "weights": "random",
-    "clip_len": 8,
-    "frame_stride": 4,
-    "size": [48, 64],
-    "epochs": 10,
-    "batch_size": 16,
-    "lr": 0.1,
-    "warmup_epochs": 1,
-    "epsilon": 8.0,
-    "fpdp_k": 8,
-    "fpdp_refresh_every": 20,
-    "fpdp_public_size": 32,
-    "num_workers": 0,
-    "eval_every": 1,
-    "log_every": 1,
-}
-
-DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ntu": {"delta": 1e-6, "epochs": 150},
-    "ntu120": {"delta": 1e-6, "epochs": 150},
-    "tsh": {"delta": 1e-5, "epochs": 150},
-    "ucf101": {"delta": 1e-5, "epochs": 300, "protocol": "split1"},
-    "hmdb51": {"delta": 1e-5, "epochs": 300, "protocol": "split1"},
-    "demo": dict(_TINY),
-    "synthetic": dict(_TINY),
-}
 
 
 def train_settings(
@@ -60,7 +28,7 @@ def train_settings(
 ) -> TrainSettings:
     """Defaults, then the dataset's, then ``overrides``, then the explicit arguments: validated and
     resolved (every ``auto`` decided). Unknown or bad settings raise ``SettingsError``."""
-    values: dict[str, Any] = dict(DATASET_DEFAULTS.get(dataset, {}))
+    values: dict[str, Any] = dict(dataset_defaults(dataset).training)
     values.update(overrides or {})
     if epsilon is not None:
         values["epsilon"] = float(epsilon)
