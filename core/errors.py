@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
 
 class AnonymaskError(Exception):
     """Base class for every error the project raises on purpose."""
@@ -62,3 +66,26 @@ class AuditError(AnonymaskError):
 
 class UnposablePersonError(AnonymaskError):
     """A person is visible but cannot be posed, so no avatar can replace them: the video fails."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or nothing."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def settings_problems(problems: list[dict[str, Any]], known: Iterable[str]) -> str:
+    """The one formatter of a pydantic ``ValidationError`` (pass ``err.errors()``): one short
+    clause per problem, ``unknown setting 'x' (did you mean 'y'?)`` or ``setting 'x': <why> (got v)``."""
+    known = list(known)
+    out = []
+    for e in problems:
+        key = ".".join(str(p) for p in e.get("loc", ()))
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        if e.get("type") == "extra_forbidden":
+            out.append(f"unknown setting {key!r}{did_you_mean(key, known)}")
+        elif not key:
+            out.append(msg)
+        else:
+            out.append(f"setting {key!r}: {msg} (got {e.get('input')!r})")
+    return "; ".join(out)

@@ -15,7 +15,6 @@ inside the factories).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import typing
@@ -24,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from anonymask.core.errors import SettingsError
+from anonymask.core.errors import SettingsError, did_you_mean, settings_problems
 
 #: modules that declare each kind's backends (imported the first time the kind is asked for)
 DECLARED_IN: dict[str, tuple[str, ...]] = {
@@ -211,22 +210,9 @@ def names(kind: str) -> list[str]:
     return sorted(backends(kind))
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def validate_model(model: type[BaseModel], values: dict[str, Any], where: str) -> Any:
     """``model(**values)`` with one readable line per problem instead of pydantic's report."""
     try:
         return model.model_validate(values)
     except ValidationError as err:
-        known = list(model.model_fields)
-        problems = []
-        for e in err.errors():
-            key = ".".join(str(p) for p in e["loc"]) or "(settings)"
-            if e["type"] == "extra_forbidden":
-                problems.append(f"unknown setting {key!r}{did_you_mean(key, known)}")
-            else:
-                problems.append(f"{key}={e.get('input')!r}: {e['msg']}")
-        raise SettingsError(f"{where}: " + "; ".join(problems)) from None
+        raise SettingsError(f"{where}: {settings_problems(err.errors(), model.model_fields)}") from None

@@ -35,7 +35,7 @@ def test_config_show_pipeline_is_validated_and_complete(capsys):
 
 def test_anonymize_with_a_bad_setting_fails_in_one_line_before_touching_the_store(capsys, tmp_path):
     store = tmp_path / "s.zarr"
-    for bad, says in ((["segment.gorw=6"], "did you mean 'grow'?"), (["segment.threshold=0.6x"], "threshold='0.6x'"),
+    for bad, says in ((["segment.gorw=6"], "did you mean 'grow'?"), (["segment.threshold=0.6x"], "setting 'threshold': Input should be a valid number, unable to parse string as a number (got '0.6x')"),
                       (["refine.guidance_scale=5"], "not of the selected backend 'none'"),
                       (["segment.threshold"], "expected key=value")):
         assert main(["anonymize", "--dataset", "demo", "--store", str(store), "--set", *bad]) == 2

@@ -47,6 +47,7 @@ EXECUTION_ONLY = frozenset(
 
 #: most of the training videos FP-DP's ``holdout:<f>`` may use raw and noise-free (docs/RESULTS.md:
 #: the subspace needs only ``fpdp_public_size`` clips; a larger holdout only unprotects more people)
+from anonymask.core.errors import settings_problems  # noqa: E402
 from anonymask.models.training.privacy.fpdp import HOLDOUT_MAX  # noqa: E402
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -287,14 +288,4 @@ def resolve_psi(psi: str, size: tuple[int, int] | list[int]) -> str:
 
 def settings_error(err: ValidationError) -> str:
     """One line per problem: ``setting 'lr': Input should be greater than or equal to 0 (got -1)``."""
-    lines = []
-    for e in err.errors():
-        where = ".".join(str(p) for p in e.get("loc", ())) or "settings"
-        msg = e.get("msg", "invalid").removeprefix("Value error, ")
-        if e.get("type") == "extra_forbidden":
-            lines.append(f"unknown setting {where!r} (known: {', '.join(TrainSettings.model_fields)})")
-        elif where == "settings":
-            lines.append(msg)
-        else:
-            lines.append(f"setting {where!r}: {msg} (got {e.get('input')!r})")
-    return "; ".join(lines)
+    return settings_problems(err.errors(), TrainSettings.model_fields)
