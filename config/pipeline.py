@@ -13,26 +13,32 @@ import copy
 import json
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from anonymask.config.datasets import dataset_defaults
 from anonymask.core.errors import SettingsError
-
-#: how videos are scheduled; not part of any stage's record, so changing it recomputes nothing.
-#: workers: Dask worker processes for ``--runner dask``; video_memory_gb: memory budget of one
-#: video (the Dask worker's memory limit: a worker above it is restarted and its video retried,
-#: then failed); video_timeout_s: wall-clock budget of one video, checked between stages (a video
-#: past it fails with what it finished kept; a running stage is never interrupted).
-RUNNER_DEFAULTS: dict[str, Any] = {"workers": 2, "video_memory_gb": None, "video_timeout_s": None}
+from anonymask.core.registry import validate_model
 
 
-def runner_config(overrides: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-    """RUNNER_DEFAULTS, then ``overrides``, then keyword arguments that are not None."""
-    cfg = dict(RUNNER_DEFAULTS)
-    cfg.update(overrides or {})
-    cfg.update({k: v for k, v in kw.items() if v is not None})
-    unknown = set(cfg) - set(RUNNER_DEFAULTS)
-    if unknown:
-        raise SettingsError(f"unknown runner setting(s): {', '.join(sorted(unknown))}; known: {', '.join(RUNNER_DEFAULTS)}")
-    return cfg
+class RunnerSettings(BaseModel):
+    """How videos are scheduled; not part of any stage's record, so changing it recomputes nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workers: int = Field(2, ge=1, description="Dask worker processes for --runner dask")
+    video_memory_gb: float | None = Field(None, gt=0, description="memory budget of one video: the Dask "
+                                          "worker's memory limit (a worker above it is restarted and its "
+                                          "video retried, then failed)")
+    video_timeout_s: float | None = Field(None, gt=0, description="wall-clock budget of one video, checked "
+                                          "between stages (a video past it fails with what it finished "
+                                          "kept; a running stage is never interrupted)")
+
+
+def runner_config(overrides: dict[str, Any] | None = None, **kw: Any) -> RunnerSettings:
+    """The runner's defaults, then ``overrides``, then keyword arguments that are not None."""
+    values = dict(overrides or {})
+    values.update({k: v for k, v in kw.items() if v is not None})
+    return validate_model(RunnerSettings, values, "runner")
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

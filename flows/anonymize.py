@@ -27,7 +27,7 @@ from prefect.artifacts import (
 from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
-from anonymask.config.pipeline import pipeline_config, runner_config
+from anonymask.config.pipeline import RunnerSettings, pipeline_config, runner_config
 from anonymask.config.stages import check_weights
 from anonymask.core.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import check_video_ids, get_adapter
@@ -280,7 +280,7 @@ def _row(ds: DatasetStore, vid: str, out: dict[str, Any], tb_log) -> dict[str, A
 def _run_videos(store_url, ids, config, runner, rcfg, verify_done, wait) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    budget = rcfg.get("video_timeout_s")
+    budget = rcfg.video_timeout_s
     if runner == "local":
         return {vid: _outcome(anonymize_video(store_url, vid, config, wait, verify_done, budget, return_state=True))
                 for vid in ids}
@@ -297,8 +297,8 @@ def _fan_out(store_url: str, video_ids: list[str], config: dict[str, Any], wait:
     return {vid: _outcome(f.state) for vid, f in futures.items()}
 
 
-def dask_task_runner(runner: str, rcfg: dict[str, Any]):
-    """The DaskTaskRunner for ``runner``: "dask" starts a LocalCluster of ``rcfg["workers"]``
+def dask_task_runner(runner: str, rcfg: RunnerSettings):
+    """The DaskTaskRunner for ``runner``: "dask" starts a LocalCluster of ``rcfg.workers``
     processes (one thread each, ``video_memory_gb`` each); any other value is the address of an
     existing scheduler (``tcp://host:8786``), e.g. one started by dask-jobqueue or
     dask-kubernetes (see docs/SCALING.md)."""
@@ -306,9 +306,9 @@ def dask_task_runner(runner: str, rcfg: dict[str, Any]):
 
     if runner != "dask":
         return DaskTaskRunner(address=runner)
-    kw: dict[str, Any] = {"n_workers": int(rcfg["workers"]), "threads_per_worker": 1, "processes": True}
-    if rcfg.get("video_memory_gb"):
-        kw["memory_limit"] = f"{float(rcfg['video_memory_gb'])}GiB"
+    kw: dict[str, Any] = {"n_workers": rcfg.workers, "threads_per_worker": 1, "processes": True}
+    if rcfg.video_memory_gb:
+        kw["memory_limit"] = f"{rcfg.video_memory_gb}GiB"
     return DaskTaskRunner(cluster_kwargs=kw)
 
 
@@ -316,7 +316,7 @@ def _run_on_dask(store_url, video_ids, config, runner, rcfg, verify_done, wait):
     tr = dask_task_runner(runner, rcfg)
     with _api_for_workers(), _threads_per_worker(runner, rcfg), _keep_lost_workers(runner):
         return _fan_out.with_options(task_runner=tr)(store_url, video_ids, config, wait, verify_done,
-                                                     rcfg.get("video_timeout_s"))
+                                                     rcfg.video_timeout_s)
 
 
 LOST_WORKER_TIMEOUT_S = 7 * 24 * 3600
@@ -342,7 +342,7 @@ def _keep_lost_workers(runner: str):
 
 
 @contextlib.contextmanager
-def _threads_per_worker(runner: str, rcfg: dict[str, Any]):
+def _threads_per_worker(runner: str, rcfg: RunnerSettings):
     """The workers of a LocalCluster inherit this process's environment: give each the cores it
     may use for a model call (models/anonymizer/pose/roi.py ``cpu_threads``), so N workers on N cores do not
     each use several threads. An existing cluster's workers keep their own environment."""
@@ -351,7 +351,7 @@ def _threads_per_worker(runner: str, rcfg: dict[str, Any]):
     if runner != "dask" or THREADS_ENV in os.environ:
         yield
         return
-    os.environ[THREADS_ENV] = str(max(1, available_cores() // max(1, int(rcfg["workers"]))))
+    os.environ[THREADS_ENV] = str(max(1, available_cores() // rcfg.workers))
     try:
         yield
     finally:
