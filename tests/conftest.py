@@ -132,3 +132,19 @@ def wait_healthy():
         raise TimeoutError(f"no Prefect server on {api} after {timeout}s")
 
     return wait
+
+
+@pytest.fixture(scope="session")
+def procedural_body_cache(tmp_path_factory):
+    """The procedural SMPL-H body model, generated once per session into a temporary cache, never
+    the user's licensed files (results must not depend on them). Restores the environment after."""
+    saved = {k: os.environ.get(k) for k in ("ANONYMASK_CACHE", "ANONYMASK_SMPLH_DIR")}
+    if not saved["ANONYMASK_CACHE"]:
+        os.environ["ANONYMASK_CACHE"] = str(tmp_path_factory.mktemp("anonymask_cache"))
+    os.environ.pop("ANONYMASK_SMPLH_DIR", None)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

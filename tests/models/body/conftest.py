@@ -1,13 +1,8 @@
-"""Body-model tests generate the procedural SMPL-H file once per session into a temporary cache."""
-
-import os
+"""Body-model tests use the procedural SMPL-H file (tests/conftest.py procedural_body_cache)."""
 
 import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _body_cache(tmp_path_factory):
-    if not os.environ.get("ANONYMASK_CACHE"):
-        os.environ["ANONYMASK_CACHE"] = str(tmp_path_factory.mktemp("anonymask_cache"))
-    os.environ.pop("ANONYMASK_SMPLH_DIR", None)
+def _body_cache(procedural_body_cache):
     yield
