@@ -1,4 +1,16 @@
-"""Typed settings of every anonymization stage, validated before any work starts.
+"""Every anonymization stage, declared once, and its typed settings, validated before any work starts.
+
+A stage is one :func:`declare_stage` call beside its settings model: the stages it reads
+(``deps``), where its run function lives, how its record names its backend, the sub-backends its
+settings select (pose4d's person detector, the audit's detector list), and the layout and privacy
+versions that join its hash. Everything else is derived from these declarations: the execution
+order (:func:`stage_order`, a stable topological order of ``deps`` in declaration order),
+validation, the stage hash and the weight checks here; the runnable stages in tasks/common.py.
+config/ may not import tasks/ (tests/test_layers.py), so a declaration names its run function
+(and ingest its source hooks) by import path, ``"anonymask.tasks.segment:run"``, which
+tasks/common.py imports when a stage first runs; a callable works too (a test's toy stage).
+Adding a stage: its settings model, a ``declare_stage`` call below it, and tasks/<stage>.py with
+``run(entry, cfg, writer)``.
 
 A stage's section of the pipeline config (``segment: {threshold: 0.5, ...}``) is validated by the
 stage's model below plus, for stages with backends, the chosen backend's settings model from the
@@ -12,6 +24,8 @@ signatures, nowhere else.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,6 +44,128 @@ class StageSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _own(be, values: dict[str, Any]) -> dict[str, Any]:
+    """The settings of backend ``be`` among ``values``."""
+    return {k: values[k] for k in be.settings.model_fields if k in values}
+
+
+@dataclass(frozen=True)
+class NamedBackend:
+    """A setting that names one backend of another kind, its options beside it (pose4d.detector,
+    pose4d.detector_options); only where the stage's selected backend has that setting."""
+
+    name_key: str
+    options_key: str
+    kind: str
+
+    def validate(self, stage: str, out: dict[str, Any]) -> None:
+        """In place: the options, complete, for the backend named (a stage's validated settings)."""
+        if self.name_key in out:
+            be = get_backend(self.kind, out[self.name_key])
+            out[self.options_key] = be.validate(out.get(self.options_key) or {}).model_dump()
+
+    def check_weights(self, section: dict[str, Any]) -> None:
+        if self.name_key in section:
+            be = get_backend(self.kind, section[self.name_key])
+            be.check_weights(_own(be, section.get(self.options_key) or {}))
+
+
+@dataclass(frozen=True)
+class BackendList:
+    """A setting that lists backends of another kind, each with its options under
+    ``options_key.<name>`` (audit.detectors, audit.detector_options)."""
+
+    names_key: str
+    options_key: str
+    kind: str
+
+    def validate(self, stage: str, out: dict[str, Any]) -> None:
+        """In place: each listed backend's options, complete; options of an unlisted one raise."""
+        names, opts = out[self.names_key], out.get(self.options_key) or {}
+        for name in names:
+            get_backend(self.kind, name)
+        for name in opts:
+            if name not in names:
+                raise SettingsError(f"{stage}.{self.options_key}.{name}: {name!r} is not in {stage}.{self.names_key}")
+        out[self.options_key] = {n: get_backend(self.kind, n).validate(opts.get(n) or {}).model_dump() for n in names}
+
+    def check_weights(self, section: dict[str, Any]) -> None:
+        for name in section.get(self.names_key, []):
+            be = get_backend(self.kind, name)
+            be.check_weights(_own(be, (section.get(self.options_key) or {}).get(name) or {}))
+
+
+@dataclass(frozen=True)
+class StageDeclaration:
+    """One stage of the per-video DAG: everything about it that is not its computation."""
+
+    name: str
+    settings: type[StageSettings]
+    #: ``run(entry, cfg, writer)``: "module:function" (imported by tasks/common.py) or the function
+    run: str | Callable[..., None]
+    #: the stages whose outputs it reads (their output hashes make its input hash)
+    deps: tuple[str, ...] = ()
+    #: the backend its record names: a fixed name, a function of the validated settings, or
+    #: (None) the settings' ``backend``
+    backend: str | Callable[[dict[str, Any]], str] | None = None
+    #: settings that select backends of other kinds, validated and weight-checked with the stage
+    sub_backends: tuple[NamedBackend | BackendList, ...] = ()
+    #: joins the hash where the stored layout changed: a store of older code is recomputed, not misread
+    layout_version: int | None = None
+    #: joins the hash where a fix changed what is removed: a store of older code is recomputed
+    #: from this stage on instead of keeping a person the older code left visible
+    privacy_version: int | None = None
+    #: ``external(entry) -> str``: inputs outside the store (the source's identity) for the input hash
+    external: str | Callable[..., str] | None = None
+    #: ``prepare(entry)``: called under the claim before the input hash (ingest: legacy records)
+    prepare: str | Callable[..., None] | None = None
+
+    def record_backend(self, settings: dict[str, Any]) -> str:
+        """The backend name the stage's record states."""
+        if self.backend is None:
+            return str(settings.get("backend", "default"))
+        return self.backend if isinstance(self.backend, str) else self.backend(settings)
+
+
+#: every stage, by name, in declaration order (change it with declare_stage / remove_stage)
+STAGE_DECLARATIONS: dict[str, StageDeclaration] = {}
+
+
+def declare_stage(decl: StageDeclaration, *, replace: bool = False) -> StageDeclaration:
+    """Add a stage to the pipeline (``replace``: a stage of that name is replaced in place)."""
+    if decl.name in STAGE_DECLARATIONS and not replace:
+        raise ValueError(f"stage {decl.name!r} is declared already")
+    if not (isinstance(decl.settings, type) and issubclass(decl.settings, StageSettings)):
+        raise TypeError(f"stage {decl.name!r}: settings must be a StageSettings model, got {decl.settings!r}")
+    STAGE_DECLARATIONS[decl.name] = decl
+    return decl
+
+
+def remove_stage(name: str) -> None:
+    """Take a stage out of the pipeline (a test's toy stage)."""
+    STAGE_DECLARATIONS.pop(name)
+
+
+def stage_order() -> list[str]:
+    """The execution order: each stage after the stages it reads, in declaration order otherwise
+    (a stable topological order); a dependency on an undeclared stage or a cycle raises."""
+    decls = STAGE_DECLARATIONS
+    for d in decls.values():
+        for dep in d.deps:
+            if dep not in decls:
+                raise SettingsError(f"stage {d.name!r} reads {dep!r}, which is not a declared stage"
+                                    f"{did_you_mean(dep, decls)}")
+    order: list[str] = []
+    placed: set[str] = set()
+    while len(order) < len(decls):
+        ready = next((n for n, d in decls.items() if n not in placed and placed.issuperset(d.deps)), None)
+        if ready is None:
+            raise SettingsError(f"stages {', '.join(n for n in decls if n not in placed)} read each other in a cycle")
+        order.append(ready)
+        placed.add(ready)
+    return order
+
+
 class IngestSettings(StageSettings):
     max_side: int | None = Field(640, ge=16, description="long side after scaling (None: keep the size)")
     max_frames: int | None = Field(None, ge=1, description="a cap, recorded per video (None: every frame)")
@@ -41,14 +177,39 @@ class IngestSettings(StageSettings):
                                                                   "one room share their colours; 0: colours only")
 
 
+declare_stage(StageDeclaration(
+    "ingest", IngestSettings, run="anonymask.tasks.ingest:run", backend="pyav",
+    external="anonymask.tasks.identity:source_identity", prepare="anonymask.tasks.identity:prepare_source",
+))
+
+
 class Pose4dSettings(StageSettings):
     backend: str = "mediapipe"
     window: int = _window()
 
 
+declare_stage(StageDeclaration(
+    "pose4d", Pose4dSettings, run="anonymask.tasks.pose4d:run", deps=("ingest",),
+    sub_backends=(NamedBackend("detector", "detector_options", "person_detector"),),
+    # 2: ``pose/instance_track`` may hold REJECTED_TRACK (-2, a raw track verified not to be a
+    # person, models/anonymizer/pose/verify.py), which segment treats as background
+    layout_version=2,
+    # 2: still people found by the anchored scan (issue 8b) and a person found late behind someone
+    # held before (``bridge_before_late_start``); 3: a face is explained only by an avatar head on
+    # it, not by any person's box around it (a close-up's face was left to the fill)
+    privacy_version=3,
+))
+
+
 class MotionSettings(StageSettings):
     enabled: bool = False
     checkpoint: str | None = None
+
+
+declare_stage(StageDeclaration(
+    "motion", MotionSettings, run="anonymask.tasks.motion:run", deps=("pose4d",),
+    backend=lambda c: "skeleton-anonymizer" if c.get("enabled") else "disabled",
+))
 
 
 class RenderSettings(StageSettings):
@@ -61,6 +222,12 @@ class RenderSettings(StageSettings):
     # segment.unflicker frames past their track (validate_pipeline keeps this >= that)
     hold_ends: int = Field(1, ge=0, description="frames each track's first and last pose are held "
                                                 "before and after it, within its shot")
+
+
+declare_stage(StageDeclaration(
+    "render", RenderSettings, run="anonymask.tasks.render:run", deps=("pose4d", "motion"), backend="pyrender",
+    layout_version=2,  # 2: per-track arrays over each track's own frames (storage/tracks.py)
+))
 
 
 class SegmentSettings(StageSettings):
@@ -101,6 +268,12 @@ class SegmentSettings(StageSettings):
     window: int = _window(16)
 
 
+declare_stage(StageDeclaration(
+    "segment", SegmentSettings, run="anonymask.tasks.segment:run", deps=("ingest", "pose4d", "render"),
+    layout_version=2,  # 2: per-track arrays over each track's own frames (storage/tracks.py)
+))
+
+
 class InpaintSettings(StageSettings):
     backend: str = "temporal_median"
     # a long video is inpainted window by window: these change results (the median of a window)
@@ -128,8 +301,19 @@ class InpaintSettings(StageSettings):
         return v
 
 
+declare_stage(StageDeclaration(
+    "inpaint", InpaintSettings, run="anonymask.tasks.inpaint:run", deps=("ingest", "segment"),
+    privacy_version=2,  # 2: the opencv backend no longer returns a frame that is all hole unchanged
+))
+
+
 class MergeSettings(StageSettings):
     window: int = _window()
+
+
+declare_stage(StageDeclaration(
+    "merge", MergeSettings, run="anonymask.tasks.merge:run", deps=("inpaint", "render"), backend="alpha",
+))
 
 
 class TubeletSettings(StageSettings):
@@ -143,9 +327,22 @@ class TubeletSettings(StageSettings):
                               description="tubelets cropped per pass over the video: memory only")
 
 
+declare_stage(StageDeclaration(
+    "tubelets", TubeletSettings, run="anonymask.tasks.tubelets:run", deps=("merge", "render", "segment"),
+    backend="smooth-square",
+    # 2: each tubelet over its person's frames plus ``context``, not the whole video (tasks/tubelets.py)
+    layout_version=2,
+))
+
+
 class ConditionSettings(StageSettings):
     backend: str = "render"
     window: int = _window()
+
+
+declare_stage(StageDeclaration(
+    "conditions", ConditionSettings, run="anonymask.tasks.conditions:run", deps=("tubelets", "render"),
+))
 
 
 class RefineSettings(StageSettings):
@@ -155,10 +352,21 @@ class RefineSettings(StageSettings):
     copy_window: int = _window(4 * WINDOW_FRAMES)
 
 
+declare_stage(StageDeclaration(
+    "refine", RefineSettings, run="anonymask.tasks.refine:run", deps=("tubelets", "conditions"),
+))
+
+
 class ReintegrateSettings(StageSettings):
     # 16, not 64: a window holds each alive track's alpha and silhouette (10-s scaling video,
     # 2026-11-25: peak 0.83 GiB at 64, 0.53 at 16, the same speed, bit-identical; BENCHMARKS run 7)
     window: int = _window(16)
+
+
+declare_stage(StageDeclaration(
+    "reintegrate", ReintegrateSettings, run="anonymask.tasks.reintegrate:run",
+    deps=("inpaint", "refine", "tubelets", "segment", "render"), backend="feather",
+))
 
 
 class AuditSettings(StageSettings):
@@ -178,15 +386,11 @@ class AuditSettings(StageSettings):
                                                               "as a share of the video's median hole area")
 
 
-STAGE_SETTINGS: dict[str, type[StageSettings]] = {
-    "ingest": IngestSettings, "pose4d": Pose4dSettings, "motion": MotionSettings, "render": RenderSettings,
-    "segment": SegmentSettings, "inpaint": InpaintSettings, "merge": MergeSettings, "tubelets": TubeletSettings,
-    "conditions": ConditionSettings, "refine": RefineSettings, "reintegrate": ReintegrateSettings,
-    "audit": AuditSettings,
-}
-
-#: stages whose settings also name a sub-backend: (key of the name, key of its options, kind)
-SUB_BACKENDS: dict[str, tuple[str, str, str]] = {"pose4d": ("detector", "detector_options", "person_detector")}
+declare_stage(StageDeclaration(
+    "audit", AuditSettings, run="anonymask.tasks.audit:run", deps=("reintegrate", "render", "segment", "inpaint"),
+    backend=lambda c: "+".join(c["detectors"]),
+    sub_backends=(BackendList("detectors", "detector_options", "audit"),),
+))
 
 
 def _unhashed(model: type[BaseModel]) -> set[str]:
@@ -195,11 +399,12 @@ def _unhashed(model: type[BaseModel]) -> set[str]:
 
 def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
     """The stage's settings, validated and complete (raises ``SettingsError`` naming each problem)."""
-    if stage not in STAGE_SETTINGS:
-        raise SettingsError(f"unknown pipeline stage {stage!r}{did_you_mean(stage, STAGE_SETTINGS)}; "
-                            f"stages: {', '.join(STAGE_SETTINGS)}")
+    if stage not in STAGE_DECLARATIONS:
+        raise SettingsError(f"unknown pipeline stage {stage!r}{did_you_mean(stage, STAGE_DECLARATIONS)}; "
+                            f"stages: {', '.join(STAGE_DECLARATIONS)}")
     values = dict(values or {})
-    model = STAGE_SETTINGS[stage]
+    decl = STAGE_DECLARATIONS[stage]
+    model = decl.settings
     own = {k: v for k, v in values.items() if k in model.model_fields}
     rest = {k: v for k, v in values.items() if k not in model.model_fields}
     out = validate_model(model, own, stage).model_dump()
@@ -225,18 +430,8 @@ def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
         k = next(iter(rest))
         raise SettingsError(f"{stage}: unknown setting {k!r}{did_you_mean(k, model.model_fields)}; "
                             f"settings of {stage}: {', '.join(model.model_fields)}")
-    if stage in SUB_BACKENDS and SUB_BACKENDS[stage][0] in out:  # the selected backend has one
-        name_key, opt_key, kind = SUB_BACKENDS[stage]
-        out[opt_key] = get_backend(kind, out[name_key]).validate(out.get(opt_key) or {}).model_dump()
-    if stage == "audit":
-        opts = out["detector_options"]
-        for name in out["detectors"]:
-            get_backend("audit", name)
-        for name in opts:
-            if name not in out["detectors"]:
-                raise SettingsError(f"audit.detector_options.{name}: {name!r} is not in audit.detectors")
-        out["detector_options"] = {n: get_backend("audit", n).validate(opts.get(n) or {}).model_dump()
-                                   for n in out["detectors"]}
+    for sub in decl.sub_backends:
+        sub.validate(stage, out)
     return out
 
 
@@ -246,47 +441,31 @@ def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
     return be.create({k: settings[k] for k in be.settings.model_fields}, **runtime)
 
 
-#: stages whose stored layout changed: the version joins their hash, so a store written by older
-#: code is recomputed (not misread). 2: per-track arrays over each track's own frames
-#: (storage/tracks.py); tubelets 2: each tubelet over its person's frames plus ``context``, not
-#: the whole video (tasks/tubelets.py); pose4d 2: ``pose/instance_track`` may hold REJECTED_TRACK
-#: (-2, a raw track verified not to be a person, models/anonymizer/pose/verify.py), which segment treats as
-#: background.
-LAYOUT_VERSIONS = {"pose4d": 2, "render": 2, "segment": 2, "tubelets": 2}
-
-#: stages whose results changed to close a privacy leak: the version joins their hash, so a store
-#: computed by older code is recomputed from that stage on instead of keeping a person the old
-#: code left visible. pose4d 2: still people found by the anchored scan (issue 8b) and a person
-#: found late behind someone held before (``bridge_before_late_start``); 3: a face is explained only by an
-#: avatar head on it, not by any person's box around it (a close-up's face was left to the fill).
-#: inpaint 2: the opencv backend no longer returns a frame that is all hole unchanged.
-PRIVACY_VERSIONS = {"pose4d": 3, "inpaint": 2}
-
-
 def hashed_settings(stage: str, settings: dict[str, Any]) -> dict[str, Any]:
     """What the stage hash covers: every validated setting except the ``hashed=False`` ones, and
     the stage's layout and privacy versions when it has them."""
-    skip = _unhashed(STAGE_SETTINGS[stage]) if stage in STAGE_SETTINGS else set()
+    decl = STAGE_DECLARATIONS.get(stage)
+    skip = _unhashed(decl.settings) if decl is not None else set()
     out = {k: v for k, v in settings.items() if k not in skip}
-    if stage in LAYOUT_VERSIONS:
-        out["_layout"] = LAYOUT_VERSIONS[stage]
-    if stage in PRIVACY_VERSIONS:
-        out["_privacy"] = PRIVACY_VERSIONS[stage]
+    if decl is not None and decl.layout_version is not None:
+        out["_layout"] = decl.layout_version
+    if decl is not None and decl.privacy_version is not None:
+        out["_privacy"] = decl.privacy_version
     return out
 
 
 def validate_pipeline(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every stage's section validated (stages absent from ``config`` get their defaults)."""
-    unknown = [k for k in config if k not in STAGE_SETTINGS]
+    unknown = [k for k in config if k not in STAGE_DECLARATIONS]
     if unknown:
         k = unknown[0]
-        raise SettingsError(f"unknown pipeline stage {k!r}{did_you_mean(k, STAGE_SETTINGS)}; "
-                            f"stages: {', '.join(STAGE_SETTINGS)}")
+        raise SettingsError(f"unknown pipeline stage {k!r}{did_you_mean(k, STAGE_DECLARATIONS)}; "
+                            f"stages: {', '.join(STAGE_DECLARATIONS)}")
     for stage, section in config.items():
         if not isinstance(section, dict):
             raise SettingsError(f"{stage}: settings must be key=value pairs (e.g. --set {stage}.key=value), "
                                 f"got {section!r}")
-    out = {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_SETTINGS}
+    out = {stage: validate_stage(stage, config.get(stage)) for stage in STAGE_DECLARATIONS}
     if out["render"]["hold_ends"] < out["segment"]["unflicker"]:
         raise SettingsError(
             f"render.hold_ends ({out['render']['hold_ends']}) is less than segment.unflicker "
@@ -300,18 +479,13 @@ def check_weights(config: dict[str, dict[str, Any]]) -> None:
     """Every weight-backed backend a validated pipeline selects finds its files (stage backends,
     the pose4d person detector, the audit detectors); else ``MissingWeightsError`` naming them,
     before any video is touched (not after hours of work, at the stage that needs them)."""
-    def own(be, values: dict[str, Any]) -> dict[str, Any]:
-        return {k: values[k] for k in be.settings.model_fields if k in values}
-
     for stage, section in config.items():
-        if stage in STAGE_SETTINGS and "backend" in STAGE_SETTINGS[stage].model_fields and "backend" in section:
+        decl = STAGE_DECLARATIONS.get(stage)
+        if decl is None:
+            continue
+        section = section or {}
+        if "backend" in decl.settings.model_fields and "backend" in section:
             be = get_backend(stage, section["backend"])
-            be.check_weights(own(be, section))
-        if stage in SUB_BACKENDS and SUB_BACKENDS[stage][0] in section:
-            name_key, opt_key, kind = SUB_BACKENDS[stage]
-            be = get_backend(kind, section[name_key])
-            be.check_weights(own(be, section.get(opt_key) or {}))
-    audit = config.get("audit") or {}
-    for name in audit.get("detectors", []):
-        be = get_backend("audit", name)
-        be.check_weights(own(be, (audit.get("detector_options") or {}).get(name) or {}))
+            be.check_weights(_own(be, section))
+        for sub in decl.sub_backends:
+            sub.check_weights(section)

@@ -20,7 +20,6 @@ import numpy as np
 
 from anonymask.core.errors import AuditError
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
-from anonymask.tasks.common import stage
 from anonymask.tasks.inpaint import COINCIDENT_TOL
 from anonymask.tasks.reintegrate import avatar_band
 
@@ -62,7 +61,7 @@ def _gt_chunks(entry: VideoEntry):
         yield t0, np.asarray(raw[sl]), o, np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl])), excused
 
 
-@stage("audit", deps=("reintegrate", "render", "segment", "inpaint"), backend=lambda c: "+".join(c["detectors"]))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.core.registry import get_backend
     from anonymask.models.anonymizer.audit import audit_frames, gt_leak

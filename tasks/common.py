@@ -1,42 +1,53 @@
-"""Stage registry and the one rule every stage follows: skip when done, else compute and record.
+"""The runnable stages and the one rule every stage follows: skip when done, else compute and record.
 
-A stage module (tasks/<stage>.py) registers ``run(entry, cfg, writer)`` with :func:`stage`. The
-input hash of a stage combines the output hashes of the stages it reads, so a changed upstream
-result (or config) recomputes exactly the stages downstream of it.
+Stages are declared in config/stages.py (``declare_stage``: settings, deps, versions, backends);
+config/ may not import tasks/, so a declaration names its run function by import path and this
+module imports it when the stage is first looked up (:func:`load_stages`). The input hash of a
+stage combines the output hashes of the stages it reads, so a changed upstream result (or config)
+recomputes exactly the stages downstream of it.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from anonymask.config.stages import STAGE_DECLARATIONS, StageDeclaration, stage_order
 from anonymask.storage.hashing import combine_hashes, config_hash
 from anonymask.storage.store import DatasetStore, StageWriter, VideoEntry
 
 log = logging.getLogger("anonymask")
 
-#: execution order of the per-video DAG (a topological order of the deps below)
-ORDER = [
-    "ingest",
-    "pose4d",
-    "motion",
-    "render",
-    "segment",
-    "inpaint",
-    "merge",
-    "tubelets",
-    "conditions",
-    "refine",
-    "reintegrate",
-    "audit",
-]
+
+class _Order(Sequence[str]):
+    """The execution order, read from the declarations each time (config/stages.py
+    ``stage_order``), so a stage declared after import is in it."""
+
+    def __getitem__(self, i):
+        return stage_order()[i]
+
+    def __iter__(self):
+        return iter(stage_order())
+
+    def __len__(self) -> int:
+        return len(STAGE_DECLARATIONS)
+
+    def __repr__(self) -> str:
+        return repr(stage_order())
+
+
+#: execution order of the per-video DAG (a stable topological order of the declared deps)
+ORDER: Sequence[str] = _Order()
 
 
 @dataclass(frozen=True)
 class StageDef:
+    """A declared stage with its functions imported."""
+
     name: str
     deps: tuple[str, ...]
     run: Callable[[VideoEntry, dict[str, Any], StageWriter], None]
@@ -47,32 +58,29 @@ class StageDef:
     prepare: Callable[[VideoEntry], None] | None = None
 
 
+#: the declared stages, imported (kept while their declaration is; a test may patch an entry)
 STAGES: dict[str, StageDef] = {}
+_IMPORTED_FROM: dict[str, StageDeclaration] = {}
 
 
-def stage(
-    name: str,
-    deps: tuple[str, ...] = (),
-    backend: Callable[[dict[str, Any]], str] | None = None,
-    external: Callable[[VideoEntry], str] | None = None,
-    prepare: Callable[[VideoEntry], None] | None = None,
-):
-    """Register a stage's compute-and-write function."""
-
-    def deco(fn):
-        be = backend or (lambda c: str(c.get("backend", "default")))
-        STAGES[name] = StageDef(name, tuple(deps), fn, be, external, prepare)
-        return fn
-
-    return deco
+def _function(ref: str | Callable | None) -> Callable | None:
+    """``"package.module:function"`` imported, a callable as it is."""
+    if ref is None or callable(ref):
+        return ref
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def load_stages() -> dict[str, StageDef]:
-    """Import every stage module (they register themselves)."""
-    import importlib
-
-    for name in ORDER:
-        importlib.import_module(f"anonymask.tasks.{name}")
+    """Every declared stage with its functions imported (each declaration imported once)."""
+    for name in [n for n in STAGES if n not in STAGE_DECLARATIONS]:
+        STAGES.pop(name)
+        _IMPORTED_FROM.pop(name, None)
+    for name, decl in STAGE_DECLARATIONS.items():
+        if _IMPORTED_FROM.get(name) is not decl:
+            STAGES[name] = StageDef(name, tuple(decl.deps), _function(decl.run), decl.record_backend,
+                                    _function(decl.external), _function(decl.prepare))
+            _IMPORTED_FROM[name] = decl
     return STAGES
 
 
@@ -92,7 +100,7 @@ def dependants(name: str) -> list[str]:
         nxt = {s for s, sd in stages.items() if set(sd.deps) & frontier and s not in out}
         out |= nxt
         frontier = nxt
-    return [s for s in ORDER if s in out]
+    return [s for s in stage_order() if s in out]
 
 
 def stage_deps() -> dict[str, tuple[str, ...]]:
@@ -191,19 +199,20 @@ def run_video(
     from anonymask.storage.claims import claim_video
 
     run_stage = run_stage or execute_stage
+    order = stage_order()
     results = []
     with claim_video(store_url, video_id, wait=wait):
         t0 = time.perf_counter()
-        for i, name in enumerate(ORDER):
+        for i, name in enumerate(order):
             res = run_stage(store_url, video_id, name, config, verify_done)
             results.append(res)
             if on_stage is not None:
                 on_stage(i, name, res)
             spent = time.perf_counter() - t0
-            if time_budget_s and spent > time_budget_s and i + 1 < len(ORDER):
+            if time_budget_s and spent > time_budget_s and i + 1 < len(order):
                 raise VideoTimeoutError(
                     f"{video_id}: time budget of {time_budget_s:g} s spent after stage {name} ({spent:.1f} s); "
-                    f"{ORDER[i + 1]} and later not started (finished stages are kept)"
+                    f"{order[i + 1]} and later not started (finished stages are kept)"
                 )
     return results
 

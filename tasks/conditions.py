@@ -15,11 +15,10 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TRACK_SHARD_BYTES
-from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids, tubelet_spans
 
 
-@stage("conditions", deps=("tubelets", "render"))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.compose.tubelets import crop_tubelet, points_to_crop

@@ -25,8 +25,7 @@ import numpy as np
 from anonymask.core.errors import InvalidVideoError
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.video_io import VideoStream
-from anonymask.tasks.common import stage
-from anonymask.tasks.identity import cached_checksum, prepare_source, source_identity
+from anonymask.tasks.identity import cached_checksum, source_identity
 
 #: frames decoded, resized and written per step (one store chunk)
 BATCH = 16
@@ -46,7 +45,7 @@ def resize_video(frames: np.ndarray, hw: tuple[int, int], nearest: bool = False)
     return np.stack(out).astype(frames.dtype, copy=False)
 
 
-@stage("ingest", deps=(), backend=lambda c: "pyav", external=source_identity, prepare=prepare_source)
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     info = entry.info
     if not info.path:

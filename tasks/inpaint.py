@@ -31,7 +31,6 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import video_shots
-from anonymask.tasks.common import stage
 
 #: grey levels (any channel) within which the fill without the person is the same fill
 COINCIDENT_TOL = 3
@@ -41,7 +40,7 @@ COINCIDENT_TOL = 3
 PERSON_FREE_MAX_BYTES = 512 * 2**20
 
 
-@stage("inpaint", deps=("ingest", "segment"))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.inpaint.backends import get_inpainter, inpaint_stream

@@ -10,10 +10,9 @@ import numpy as np
 
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import frame_windows
-from anonymask.tasks.common import stage
 
 
-@stage("merge", deps=("inpaint", "render"), backend=lambda c: "alpha")
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.anonymizer.compose.merge import merge
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from anonymask.storage.store import StageWriter, VideoEntry
-from anonymask.tasks.common import stage
 
 
 def motion_prefix(entry: VideoEntry) -> str:
@@ -18,7 +17,7 @@ def motion_prefix(entry: VideoEntry) -> str:
     return "motion" if rec.get("config", {}).get("enabled") and has_tracks(entry, "motion") else "pose"
 
 
-@stage("motion", deps=("pose4d",), backend=lambda c: "skeleton-anonymizer" if c.get("enabled") else "disabled")
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if not cfg["enabled"]:
         w.metric(motion_anonymized=False)

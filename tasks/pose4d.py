@@ -24,7 +24,6 @@ from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
 from anonymask.models.shared.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks, video_shots
-from anonymask.tasks.common import stage
 
 
 def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRAMES):
@@ -34,7 +33,7 @@ def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRA
         yield win.start, frames
 
 
-@stage("pose4d", deps=("ingest",))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """The backend named by ``cfg["backend"]`` (models/anonymizer/pose/backends.py, through the registry)
     estimates the tracks; this stage gives it the store to read and write through."""

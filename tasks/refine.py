@@ -11,7 +11,6 @@ import numpy as np
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TRACK_SHARD_BYTES
 from anonymask.storage.windows import frame_windows
-from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import tubelet_ids
 
 _REFINERS: dict[str, Any] = {}
@@ -20,10 +19,10 @@ _REFINERS: dict[str, Any] = {}
 def get_refiner(cfg: dict[str, Any]):
     """The refine backend of these settings, one per worker process (a diffusion pipeline on the
     device is built once and reused by every video)."""
-    from anonymask.config.stages import STAGE_SETTINGS, stage_backend
+    from anonymask.config.stages import RefineSettings, stage_backend
     from anonymask.storage.hashing import config_hash
 
-    key = config_hash({k: v for k, v in cfg.items() if k not in STAGE_SETTINGS["refine"].model_fields
+    key = config_hash({k: v for k, v in cfg.items() if k not in RefineSettings.model_fields
                        or k == "backend"})
     if key not in _REFINERS:
         _REFINERS[key] = stage_backend("refine", cfg)
@@ -63,7 +62,7 @@ def refine_long(refiner, rgb, conds: dict[str, Any], seed: int, length: int, ove
         out.write(pending[1])
 
 
-@stage("refine", deps=("tubelets", "conditions"))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """``none``: the crops as they are (copied window by window). ``animatediff``: segments of
     ``segment_frames`` (default 256) frames, overlapping by ``window`` frames and cross-faded, so a

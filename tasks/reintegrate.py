@@ -16,11 +16,10 @@ import numpy as np
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import read_window, span_window
 from anonymask.storage.windows import frame_windows
-from anonymask.tasks.common import stage
 from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tubelet_spans
 
 
-@stage("reintegrate", deps=("inpaint", "refine", "tubelets", "segment", "render"), backend=lambda c: "feather")
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """Per frame, so window by window: memory is one window whatever the video's length."""
     from anonymask.models.anonymizer.compose.reintegrate import public_mask, reintegrate

@@ -20,11 +20,10 @@ from anonymask.models.shared.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, alive, span_of
 from anonymask.storage.windows import frame_windows, video_shots
-from anonymask.tasks.common import stage
 from anonymask.tasks.motion import motion_prefix
 
 
-@stage("render", deps=("pose4d", "motion"), backend=lambda c: "pyrender")
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""

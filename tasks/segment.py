@@ -37,7 +37,6 @@ from anonymask.models.anonymizer.pose.verify import REJECTED_TRACK
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, read_spans, read_window
 from anonymask.storage.windows import frame_windows, video_shots
-from anonymask.tasks.common import stage
 
 
 def _to_u8(alpha: np.ndarray) -> np.ndarray:
@@ -61,7 +60,7 @@ def _gap_boxes(shape, boxes: np.ndarray, fill: np.ndarray, t0: int, margin: floa
     return out
 
 
-@stage("segment", deps=("ingest", "pose4d", "render"))
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.segment.backends import SegmentInputs

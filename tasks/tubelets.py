@@ -27,7 +27,6 @@ import numpy as np
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TRACK_SHARD_BYTES, has_tracks, read_spans, read_window, spans_name
 from anonymask.storage.tracks import track_count as count_tracks
-from anonymask.tasks.common import stage
 
 #: the tubelets' spans: (N, 2) [start, stop) per track, (0, 0) where the track has no tubelet
 TUBELET_SPANS = spans_name("tubelets")
@@ -108,7 +107,7 @@ def tubelet_span(first: int, present: np.ndarray, context: int, t_len: int) -> t
     return max(0, first + int(idx[0]) - context), min(t_len, first + int(idx[-1]) + 1 + context)
 
 
-@stage("tubelets", deps=("merge", "render", "segment"), backend=lambda c: "smooth-square")
+# declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     from anonymask.models.anonymizer.compose.tubelets import boxes_from_extents
 

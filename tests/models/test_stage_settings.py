@@ -10,7 +10,7 @@ import pytest
 from pydantic import Field, ValidationError
 
 from anonymask.config.pipeline import parse_overrides, pipeline_config
-from anonymask.config.stages import STAGE_SETTINGS, hashed_settings, validate_stage
+from anonymask.config.stages import STAGE_DECLARATIONS, hashed_settings, validate_stage
 from anonymask.core import registry
 from anonymask.core.errors import SettingsError
 from anonymask.storage.hashing import config_hash
@@ -23,7 +23,7 @@ def chash(stage, values):
 def test_defaults_are_complete_for_every_stage_and_dataset():
     for dataset in ("demo", "sample", "ntu", "tsh", "folder"):
         cfg = pipeline_config(dataset)
-        assert set(cfg) == set(STAGE_SETTINGS)
+        assert set(cfg) == set(STAGE_DECLARATIONS)
         assert cfg["pose4d"]["backend"] == ("ntu-skeleton" if dataset == "ntu" else "mediapipe")
     seg = pipeline_config("demo")["segment"]
     assert seg["threshold"] == 0.5 and seg["grow"] == "auto" and seg["model"] == "selfie"  # backend's own
