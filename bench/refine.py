@@ -16,6 +16,7 @@ import os
 import platform
 import statistics
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,103 @@ def build_full_size_random_weights(
     )
 
 
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far (GiB; ru_maxrss is in KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def real_crop(path: str | os.PathLike, frames: int, size: int, start: int = 0) -> np.ndarray:
+    """``frames`` frames of a real video from ``start``: the centre square, resized to ``size``."""
+    import cv2
+
+    from anonymask.storage.video_io import read_frames
+
+    video = read_frames(path, start=start, max_frames=frames)
+    h, w = video.shape[1:3]
+    side = min(h, w)
+    y0, x0 = (h - side) // 2, (w - side) // 2
+    return np.stack([cv2.resize(f[y0 : y0 + side, x0 : x0 + side], (size, size), interpolation=cv2.INTER_AREA)
+                     for f in video])
+
+
+def frame_step_profile(output: np.ndarray) -> np.ndarray:
+    """(T-1,) mean absolute difference between frames t and t+1 of a (T, ...) array (a video, latents)."""
+    v = np.asarray(output, dtype=np.float32)
+    return np.abs(v[1:] - v[:-1]).reshape(len(v) - 1, -1).mean(axis=1)
+
+
+def seam_report(output: np.ndarray, schedule: list[list[int]]) -> dict[str, Any]:
+    """Frame-to-frame differences of ``output`` at window edges vs inside the windows.
+
+    A pair (t, t+1) is an edge where a contiguous window of ``schedule`` ends at t or starts at
+    t+1, a seam where no window holds both frames, and inside where it is no edge. A seam that
+    shows has edge/inside ratios > 1; windows that blend have ratios ~1.
+    """
+    steps = frame_step_profile(output)
+    contiguous = [w for w in schedule if all(b == a + 1 for a, b in zip(w[:-1], w[1:]))]
+    together = {a for w in contiguous for a in w[:-1]}
+    edges = sorted({w[-1] for w in contiguous if w[-1] < len(steps)} | {w[0] - 1 for w in contiguous if w[0] > 0})
+    inside = [t for t in range(len(steps)) if t not in edges]
+    median_inside = float(np.median(steps[inside])) if inside else float("nan")
+    return {
+        "frame_step_mad": [float(f"{x:.4g}") for x in steps],
+        "edge_pairs": edges,
+        "seam_pairs": [t for t in range(len(steps)) if t not in together],
+        "edge_mad": [float(f"{steps[t]:.4g}") for t in edges],
+        "inside_median_mad": float(f"{median_inside:.4g}"),
+        "edge_over_inside": [round(float(steps[t]) / median_inside, 3) for t in edges],
+    }
+
+
+@contextmanager
+def frame_shared_noise():
+    """Within this block the refiner's randomness is the same for every frame: the initial noise is
+    drawn for one frame and repeated along the frame axis, and VAE encoding takes the posterior mean.
+
+    With a static input (one frame repeated), every frame then enters the denoiser identical, so
+    any frame-to-frame difference of the output comes from the temporal model and the windows it
+    is run in: a seam between windows shows as a jump (:func:`seam_report`).
+    """
+    ensure_torchvision()  # before diffusers is imported
+    import diffusers.utils.torch_utils as tu
+    from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
+
+    draw, sample = tu.randn_tensor, DiagonalGaussianDistribution.sample
+
+    def one_frame(shape, *args, **kwargs):  # the refiner draws (1, T, C, h, w)
+        return draw((shape[0], 1, *shape[2:]), *args, **kwargs).expand(shape).contiguous()
+
+    tu.randn_tensor = one_frame
+    DiagonalGaussianDistribution.sample = lambda self, generator=None: self.mean
+    try:
+        yield
+    finally:
+        tu.randn_tensor, DiagonalGaussianDistribution.sample = draw, sample
+
+
+@contextmanager
+def capture_final_latents(into: list, active: bool = True):
+    """Within this block every refiner call appends its denoised latents to ``into`` (CPU copies)."""
+    if not active:
+        yield
+        return
+    from anonymask.models.anonymizer.refine.animatediff import AnimateDiffRefiner
+
+    decode = AnimateDiffRefiner._decode
+
+    def keep(self, latents):
+        into.append(latents.detach().to("cpu", torch.float32))
+        return decode(self, latents)
+
+    AnimateDiffRefiner._decode = keep
+    try:
+        yield
+    finally:
+        AnimateDiffRefiner._decode = decode
+
+
 def bench_refine(
     weights_root: str | os.PathLike | None,
     frames: int = 16,
@@ -159,13 +257,20 @@ def bench_refine(
     dtype: torch.dtype | None = None,
     repeats: int = 2,
     seed: int = 0,
+    warmup: bool = True,
+    video: np.ndarray | None = None,
+    keep_output: bool = False,
     **refiner_kwargs: Any,
 ) -> dict[str, Any]:
     """Time ``repeats`` refinements of a random ``frames`` x ``size`` x ``size`` crop after one warm-up.
 
     ``strength`` defaults to 1 so every one of ``steps`` denoising steps runs. Returns a JSON-ready
     dict: seconds_per_step (median over all timed steps), seconds_per_call, encode/decode seconds,
-    windows per step, peak GPU memory, and what ran where.
+    windows per step, peak GPU memory, peak resident memory of this process, the last output's
+    shape, dtype and value range, and what ran where. ``warmup=False`` skips the warm-up call (a
+    full-size CPU run, where one call takes many minutes). ``video`` (T,S,S,3) uint8 replaces the
+    random crop (its frames also serve as the three conditions, depth as grey); ``keep_output``
+    adds the last output array under ``"output_array"`` (not JSON-ready).
     """
     from anonymask.models.anonymizer.refine.animatediff import CONDITION_KEYS, AnimateDiffRefiner
 
@@ -174,16 +279,23 @@ def bench_refine(
     refiner = AnimateDiffRefiner(weights_root, device=device, dtype=dtype, num_inference_steps=steps, **refiner_kwargs)
     load_seconds = time.perf_counter() - start
     rng = np.random.default_rng(seed)
-    video = rng.integers(0, 256, (frames, size, size, 3), dtype=np.uint8)
-    conditions = {k: rng.integers(0, 256, (frames, size, size, 3), dtype=np.uint8) for k in CONDITION_KEYS}
+    if video is None:
+        video = rng.integers(0, 256, (frames, size, size, 3), dtype=np.uint8)
+        conditions = {k: rng.integers(0, 256, (frames, size, size, 3), dtype=np.uint8) for k in CONDITION_KEYS}
+    else:
+        frames, size = video.shape[0], video.shape[1]
+        grey = video.mean(axis=-1, keepdims=True).round().astype(np.uint8).repeat(3, axis=-1)
+        conditions = {"depth": grey, "pose": video, "face": video}
     cuda = refiner.device.type == "cuda"
-    refiner.refine(video, conditions, seed=seed)  # warm-up: kernels, allocator, text embeddings
+    if warmup:
+        refiner.refine(video, conditions, seed=seed)  # warm-up: kernels, allocator, text embeddings
     if cuda:
         torch.cuda.reset_peak_memory_stats(refiner.device)
     step_seconds, call_seconds, encode, decode = [], [], [], []
+    out = video
     for i in range(repeats):
         begin = refiner._sync()
-        refiner.refine(video, conditions, seed=seed + 1 + i)
+        out = refiner.refine(video, conditions, seed=seed + 1 + i)
         call_seconds.append(refiner._sync() - begin)
         stats = refiner.last_stats
         step_seconds += stats["step_seconds"]
@@ -210,7 +322,15 @@ def bench_refine(
         "diffusers": diffusers.__version__,
         "guidance": refiner.guidance_scale > 1.0,
         "window": refiner.window,
+        "stride": refiner.stride,
+        "window_dilations": list(refiner.window_dilations),
+        "step_seconds": step_seconds,
+        "peak_rss_gb": peak_rss_gb(),
+        "output": {"shape": list(out.shape), "dtype": str(out.dtype), "min": int(out.min()), "max": int(out.max()),
+                   "mean": float(out.mean())},
     }
+    if keep_output:
+        result["output_array"] = out
     if cuda:
         result["peak_memory_gb"] = torch.cuda.max_memory_allocated(refiner.device) / 2**30
     return result
@@ -228,6 +348,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device")
     parser.add_argument("--dtype", choices=["float16", "bfloat16", "float32"])
     parser.add_argument("--guidance", type=float, default=7.5)
+    parser.add_argument("--strength", type=float, default=1.0)
+    parser.add_argument("--stride", type=int, help="window stride (refiner default 8)")
+    parser.add_argument("--dilations", help="window dilations, comma-separated (refiner default 1,2)")
+    parser.add_argument("--no-warmup", action="store_true", help="time the first call (full size on a CPU)")
+    parser.add_argument("--video", help="a real video: its centre square, resized to --size, replaces the random crop")
+    parser.add_argument("--seam", action="store_true", help="add the frame-to-frame differences at window seams")
+    parser.add_argument("--static", action="store_true",
+                        help="one frame repeated (of --video, else random) and noise shared by all frames (seams)")
     parser.add_argument("--out", help="write the JSON result here too")
     args = parser.parse_args(argv)
     weights = args.weights
@@ -241,16 +369,44 @@ def main(argv: list[str] | None = None) -> None:
         build_tiny_refiner_weights(args.build_tiny)
         weights = args.build_tiny
     dtype = getattr(torch, args.dtype) if args.dtype else None
-    result = bench_refine(
-        weights,
-        frames=args.frames,
-        size=args.size,
-        steps=args.steps,
-        device=args.device,
-        dtype=dtype,
-        repeats=args.repeats,
-        guidance_scale=args.guidance,
-    )
+    extra: dict[str, Any] = {}
+    if args.stride:
+        extra["stride"] = args.stride
+    if args.dilations:
+        extra["window_dilations"] = tuple(int(d) for d in args.dilations.split(","))
+    video = real_crop(args.video, args.frames, args.size) if args.video else None
+    if args.static:
+        if video is None:
+            video = np.random.default_rng(0).integers(0, 256, (args.frames, args.size, args.size, 3), dtype=np.uint8)
+        video = np.repeat(video[:1], args.frames, axis=0)
+    latents: list[torch.Tensor] = []
+    with frame_shared_noise() if args.static else nullcontext(), capture_final_latents(latents, args.seam):
+        result = bench_refine(
+            weights,
+            frames=args.frames,
+            size=args.size,
+            steps=args.steps,
+            device=args.device,
+            dtype=dtype,
+            repeats=args.repeats,
+            guidance_scale=args.guidance,
+            strength=args.strength,
+            warmup=not args.no_warmup,
+            video=video,
+            keep_output=args.seam,
+            **extra,
+        )
+    if args.seam:
+        from anonymask.models.anonymizer.refine.windows import window_schedule
+
+        out = result.pop("output_array")
+        # the schedule of the last step (one step: shift 0); with several steps the borders move
+        schedule = window_schedule(out.shape[0], result["window"], result["stride"], result["window_dilations"])
+        result["seams"] = seam_report(out, schedule)
+        # the denoised latents (1,C,T,h,w) before the VAE decodes them frame by frame, unquantised
+        result["seams_latents"] = seam_report(latents[-1][0].transpose(0, 1).float().numpy(), schedule)
+        if args.out:
+            np.save(Path(args.out).with_suffix(".npy"), out)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
