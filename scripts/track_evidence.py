@@ -14,6 +14,9 @@ exploration that production does not compute:
 - ``detector_calls``: full-frame detector calls during the track's life;
 - ``pixel_change``: median over the track's life of the mean absolute grey-level change inside
   its box between samples ``--pixel-every`` frames apart (clutter does not change at all).
+- ``boxes``: the track's box in every frame it has one, ``[t, x0, y0, x1, y1, source]`` (pixels of
+  the scaled frames; ``source`` is how discovery got it: track, hold, scan, crop, ...), for the
+  per-track cues of ``scripts/clutter_cues/``.
 
 With ``--gt`` (the synthetic generator's ``gt/<video>.npz``; ``--gt-period`` for a looped clip)
 each track gets ``gt_person_share``: the share of its frames whose box matches a real person's
@@ -178,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                    detector_hit_frames=hits[:50],
                    pixel_change=float(np.median(change)) if change else None,
                    pixel_change_max=float(np.max(change)) if change else None,
-                   box_first=[float(v) for v in tr.frames[ts[0]].box])
+                   box_first=[float(v) for v in tr.frames[ts[0]].box],
+                   boxes=[[int(t)] + [round(float(v), 1) for v in tr.frames[t].box] + [str(tr.frames[t].source)]
+                          for t in ts])
         if gt_boxes is not None:
             on = 0
             for t in ts:
