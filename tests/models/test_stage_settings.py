@@ -42,8 +42,8 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
 
 @pytest.mark.parametrize("overrides,message", [
     ({"segment": {"gorw": 6}}, "unknown setting 'gorw' (did you mean 'grow'?)"),
-    ({"segment": {"threshold": "0.6x"}}, "threshold='0.6x'"),
-    ({"segment": {"threshold": 1.5}}, "threshold=1.5: Input should be less than or equal to 1"),
+    ({"segment": {"threshold": "0.6x"}}, "setting 'threshold': Input should be a valid number, unable to parse string as a number (got '0.6x')"),
+    ({"segment": {"threshold": 1.5}}, "setting 'threshold': Input should be less than or equal to 1 (got 1.5)"),
     ({"refine": {"guidance_scale": 5}}, "refine.guidance_scale is a setting of backend 'animatediff', not of the "
                                         "selected backend 'none'"),
     ({"inpaint": {"backend": "propaint"}}, "unknown inpaint backend 'propaint'; available: aligned_median, opencv, "
@@ -53,8 +53,8 @@ def test_every_backend_declares_settings_whose_defaults_validate(kind):
     ({"pose4d": {"detector_options": {"num_pose": 2}}}, "unknown setting 'num_pose' (did you mean 'num_poses'?)"),
     ({"audit": {"detectors": ["face", "hogg"]}}, "unknown audit backend 'hogg'"),
     ({"audit": {"detector_options": {"hog": {"pad": 2}}, "detectors": ["face"]}}, "'hog' is not in audit.detectors"),
-    ({"ingest": {"max_frames": 0}}, "max_frames=0"),
-    ({"ingest": {"cut_threshold": 2}}, "cut_threshold=2"),
+    ({"ingest": {"max_frames": 0}}, "setting 'max_frames': Input should be greater than or equal to 1 (got 0)"),
+    ({"ingest": {"cut_threshold": 2}}, "setting 'cut_threshold': Input should be less than or equal to 1 (got 2)"),
     ({"inpaint": {"moving_camera": "opencvv"}}, "must be 'same' or an inpaint backend (aligned_median, opencv, "
                                                 "propainter, temporal_median), got 'opencvv'"),
     ({"segment": 3}, "settings must be key=value pairs"),
