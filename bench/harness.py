@@ -244,6 +244,16 @@ def _dataset(quick: bool) -> dict[str, Any]:
     return bench_dataset(quick)
 
 
+def _learned(quick: bool) -> dict[str, Any]:
+    """Keypoint/Mask R-CNN, FCOS, ProPainter at their default sizes on Pose2Sim's cam01, random weights."""
+    import tempfile
+
+    from anonymask.bench.learned import bench_learned, build_random_learned_weights, sample_video
+
+    with tempfile.TemporaryDirectory() as d:
+        return bench_learned(build_random_learned_weights(d), sample_video(), frames=4 if quick else 16)
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "store": _store,
     "render": _render,
@@ -256,11 +266,12 @@ BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "throughput": _throughput,
     "scaling": _scaling,
     "dataset": _dataset,
+    "learned": _learned,
 }
 
 
 #: long or memory-hungry: run only when named (``--only scaling``)
-ON_REQUEST = {"scaling"}
+ON_REQUEST = {"scaling", "learned"}
 
 
 def run_benchmarks(out_dir: Path, only: list[str] | None = None, quick: bool = False) -> int:
