@@ -336,6 +336,61 @@ def bench_refine(
     return result
 
 
+def bench_autocast_agreement(
+    weights_root: str | os.PathLike | None,
+    frames: int = 16,
+    size: int = 128,
+    autocast_dtype: torch.dtype = torch.bfloat16,
+    guidance_scale: float = 1.0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """One guided noise prediction (3 ControlNets + motion UNet, one window of ``frames``) in fp32
+    and under CPU autocast to ``autocast_dtype``, on the same random latents and conditions: the
+    difference relative to the fp32 prediction's scale (its RMS), and the time of each (after one
+    fp32 warm-up call)."""
+    from anonymask.models.anonymizer.refine.animatediff import AnimateDiffRefiner
+
+    refiner = AnimateDiffRefiner(weights_root, device="cpu", dtype=torch.float32, num_inference_steps=25,
+                                 strength=1.0, guidance_scale=guidance_scale)
+    gen = torch.Generator().manual_seed(seed)
+    h = size // refiner.pipe.vae_scale_factor
+    latents = torch.randn((1, 4, frames, h, h), generator=gen)
+    conds = [torch.rand((frames, 3, size, size), generator=gen) for _ in range(3)]
+    refiner.pipe.scheduler.set_timesteps(25)
+    t = refiner.pipe.scheduler.timesteps[12]  # mid-way
+    window = [list(range(frames))]
+    with torch.inference_mode():
+        text = refiner._text_embeddings()
+        refiner._predict_windows(latents, t, window, text, conds, None)  # warm-up
+        start = time.perf_counter()
+        ref = refiner._predict_windows(latents, t, window, text, conds, None)[0].float()
+        fp32_seconds = time.perf_counter() - start
+        with torch.autocast("cpu", dtype=autocast_dtype):
+            start = time.perf_counter()
+            low = refiner._predict_windows(latents, t, window, text, conds, None)[0].float()
+            low_seconds = time.perf_counter() - start
+    diff = (low - ref).abs()
+    scale = ref.pow(2).mean().sqrt()
+    return {
+        "benchmark": "refine_autocast_agreement",
+        "frames": frames,
+        "size": size,
+        "autocast_dtype": str(autocast_dtype).replace("torch.", ""),
+        "guidance": refiner.guidance_scale > 1.0,
+        "timestep": int(t),
+        "fp32_rms": float(scale),
+        "fp32_abs_max": float(ref.abs().max()),
+        "max_abs_diff": float(diff.max()),
+        "mean_abs_diff": float(diff.mean()),
+        "max_abs_diff_over_rms": float(diff.max() / scale),
+        "mean_abs_diff_over_rms": float(diff.mean() / scale),
+        "cosine": float(torch.nn.functional.cosine_similarity(low.flatten(), ref.flatten(), dim=0)),
+        "fp32_seconds": fp32_seconds,
+        "autocast_seconds": low_seconds,
+        "peak_rss_gb": peak_rss_gb(),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", help="weights root (default $ANONYMASK_WEIGHTS)")
@@ -356,6 +411,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seam", action="store_true", help="add the frame-to-frame differences at window seams")
     parser.add_argument("--static", action="store_true",
                         help="one frame repeated (of --video, else random) and noise shared by all frames (seams)")
+    parser.add_argument("--autocast-check", choices=["bfloat16", "float16"],
+                        help="instead of timing: one noise prediction in fp32 and under CPU autocast, compared")
     parser.add_argument("--out", help="write the JSON result here too")
     args = parser.parse_args(argv)
     weights = args.weights
@@ -368,6 +425,14 @@ def main(argv: list[str] | None = None) -> None:
 
         build_tiny_refiner_weights(args.build_tiny)
         weights = args.build_tiny
+    if args.autocast_check:
+        result = bench_autocast_agreement(weights, frames=args.frames, size=args.size,
+                                          autocast_dtype=getattr(torch, args.autocast_check),
+                                          guidance_scale=args.guidance)
+        print(json.dumps(result, indent=2))
+        if args.out:
+            Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        return
     dtype = getattr(torch, args.dtype) if args.dtype else None
     extra: dict[str, Any] = {}
     if args.stride:
