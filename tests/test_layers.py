@@ -121,6 +121,7 @@ def test_the_rule_can_fail():
         ROOT / "config" / "_layer_probe_tmp.py": "from anonymask.tasks import common\n",
         ROOT / "models" / "shared" / "_layer_probe_tmp.py": "from anonymask.config import stages\n",
         ROOT / "flows" / "_layer_probe_tmp.py": "from anonymask.cli import main\n",
+        ROOT / "anonymask" / "_layer_probe_tmp.py": "from anonymask.tasks import common\n",
     }
     for path, text in probes.items():
         path.write_text(text)
@@ -133,7 +134,8 @@ def test_the_rule_can_fail():
                    "storage/_layer_probe_tmp.py imports prefect", "core/_layer_probe_tmp.py imports anonymask.storage",
                    "config/_layer_probe_tmp.py imports anonymask.tasks",
                    "models/shared/_layer_probe_tmp.py imports anonymask.config",
-                   "flows/_layer_probe_tmp.py imports anonymask.cli"):  # fmt: skip
+                   "flows/_layer_probe_tmp.py imports anonymask.cli",
+                   "anonymask/_layer_probe_tmp.py imports anonymask.tasks"):  # fmt: skip
         assert any(needle in v for v in found), needle
 
 
