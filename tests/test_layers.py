@@ -209,3 +209,18 @@ def test_the_model_rules_can_fail():
     assert any("pose/_layer_probe_tmp.py imports anonymask.models.training.action.run" in v for v in found)
     assert any("pose/_layer_probe_tmp.py imports anonymask.models.anonymizer.inpaint" in v for v in found)
     assert any("body/_layer_probe_tmp.py imports anonymask.models.anonymizer.segment (the shared ground" in v for v in found)
+
+
+def test_every_package_folder_is_installed():
+    """pyproject lists every package (a folder with __init__.py) under its installed name; one it
+    misses imports from a checkout but not from an install."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    installed_as = {folder: name for name, folder in tool["package-dir"].items()}
+    found = set()
+    for init in ROOT.rglob("__init__.py"):
+        parts = init.parent.relative_to(ROOT).parts
+        if parts and parts[0] in installed_as:
+            found.add(".".join([installed_as[parts[0]], *parts[1:]]))
+    assert found == set(tool["packages"]), (sorted(found - set(tool["packages"])), sorted(set(tool["packages"]) - found))
