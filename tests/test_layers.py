@@ -219,8 +219,7 @@ def test_every_package_folder_is_installed():
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     installed_as = {folder: name for name, folder in tool["package-dir"].items()}
     found = set()
-    for init in ROOT.rglob("__init__.py"):
-        parts = init.parent.relative_to(ROOT).parts
-        if parts and parts[0] in installed_as:
-            found.add(".".join([installed_as[parts[0]], *parts[1:]]))
+    for folder, name in installed_as.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            found.add(".".join([name, *init.parent.relative_to(ROOT / folder).parts]))
     assert found == set(tool["packages"]), (sorted(found - set(tool["packages"])), sorted(set(tool["packages"]) - found))
