@@ -56,6 +56,7 @@ MODEL_EDGES = {
     "geometry": set(),
     "align": set(),
     "shots": set(),
+    "frames": set(),  # frames scaled to a working size (ingest, scripts)
 }
 
 

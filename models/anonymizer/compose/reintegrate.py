@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.compose.tubelets import crop_tubelet, paste_frame
-from anonymask.models.anonymizer.segment.masks import as_alpha, as_full, uint8_scale
+from anonymask.models.anonymizer.segment.masks import as_alpha, as_full, grow, uint8_scale
 
 
 def _per_track(items, name: str, n: int) -> list:
@@ -169,3 +169,9 @@ def public_mask(
         k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * margin + 1, 2 * margin + 1))
         public = np.stack([cv2.erode(f.view(np.uint8), k, borderType=cv2.BORDER_CONSTANT, borderValue=0) for f in public]).view(bool)
     return public
+
+
+def avatar_band(avatar: np.ndarray, pixels: int = 2) -> np.ndarray:
+    """Avatar pixels grown by ``pixels``: where the pasted (resampled, feathered) avatar crop bleeds
+    its colours into the background; no real pixel value is shown there."""
+    return grow(avatar.astype(bool), pixels)

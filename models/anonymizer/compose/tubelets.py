@@ -261,3 +261,10 @@ def points_to_crop(points: np.ndarray, boxes: np.ndarray, size: int) -> np.ndarr
         raise ValueError(f"points_to_crop: points (T,K,2) and boxes (T,4) expected, got {p.shape}, {b.shape}")
     k = np.stack([b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], -1)[:, None, :] / size
     return (p - b[:, None, :2] + 0.5) / k - 0.5
+
+
+def tubelet_span(first: int, present: np.ndarray, context: int, t_len: int) -> tuple[int, int]:
+    """[start, stop) of a tubelet: its person's first to last present frame, ``context`` frames
+    wider (clipped to the video)."""
+    idx = np.flatnonzero(present)
+    return max(0, first + int(idx[0]) - context), min(t_len, first + int(idx[-1]) + 1 + context)

@@ -151,7 +151,7 @@ def verify_tracks(evidence: list[TrackEvidence], settings: VerifySettings) -> li
 
 
 #: ``pose/instance_track`` value of a raw track the pass rejected: not a person, no avatar, and its
-#: instance pixels are background for segment (tasks/segment.py ``without_rejected``); -1 stays
+#: instance pixels are background for segment (models/anonymizer/segment/tracks.py ``without_rejected``); -1 stays
 #: "a person without a posed track of its own"
 REJECTED_TRACK = -2
 

@@ -53,3 +53,13 @@ def box_masks(
             xb, yb = int(min(w, np.ceil(x1 + mx))), int(min(h, np.ceil(y1 + my)))
             out[t, ya:yb, xa:xb] = True
     return out
+
+
+def window_box_masks(shape: tuple[int, int, int], boxes: np.ndarray, t0: int, margin: float,
+                     fill: np.ndarray | None = None) -> np.ndarray:
+    """(n,H,W) bool for frames t0..t0+n-1: each person's box (``boxes`` (N,T,4), NaN where absent)
+    grown by ``margin``, in the frames where ``fill`` (N,T) bool says so (None: every frame)."""
+    sel = np.asarray(boxes)[:, t0 : t0 + shape[0]]
+    if fill is not None:
+        sel = np.where(np.asarray(fill, bool)[:, t0 : t0 + shape[0], None], sel, np.nan).astype(sel.dtype)
+    return box_masks(shape, boxes=sel, margin=margin)
