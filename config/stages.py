@@ -10,7 +10,7 @@ config/ may not import tasks/ (tests/test_layers.py), so a declaration names its
 (and ingest its source hooks) by import path, ``"anonymask.tasks.segment:run"``, which
 tasks/common.py imports when a stage first runs; a callable works too (a test's toy stage).
 Adding a stage: its settings model, a ``declare_stage`` call below it, and tasks/<stage>.py with
-``run(entry, cfg, writer)``.
+``run(entry, settings, writer)`` (its typed settings, :func:`stage_settings`).
 
 A stage's section of the pipeline config (``segment: {threshold: 0.5, ...}``) is validated by the
 stage's model below plus, for stages with backends, the chosen backend's settings model from the
@@ -18,17 +18,21 @@ registry (core/registry.py). The result is one flat dict with every setting pres
 included, values in canonical types); the stage hash is computed from it, minus the settings
 marked ``hashed=False`` (window sizes: they change memory, never results), so equivalent settings
 hash the same and a window size recomputes nothing. Defaults are stated here and in the backends'
-signatures, nowhere else.
+signatures, nowhere else. A task receives that dict typed (:func:`stage_settings`: the stage's
+model joined with its backend's, frozen, read as attributes; :class:`PipelineSettings`: one per
+stage), whose ``to_dict()`` is the dict itself, so the hash does not change.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator
 
 from anonymask.core.errors import SettingsError
 from anonymask.core.registry import backends, did_you_mean, get_backend, validate_model
@@ -41,7 +45,19 @@ def _window(default: int = WINDOW_FRAMES):
 
 
 class StageSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A stage's own settings; :func:`stage_settings` gives the typed object a task receives (this
+    model joined with its selected backend's settings)."""
+
+    # arbitrary types: a stage's typed settings carry its backend's fields (core/registry.py)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    #: the dict :func:`validate_stage` gave (set by :func:`typed_settings`)
+    _validated: dict[str, Any] | None = PrivateAttr(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The validated settings as a plain dict, exactly as :func:`validate_stage` gave them (what
+        the stage hash and its record are made of)."""
+        return copy.deepcopy(self._validated) if self._validated is not None else self.model_dump()
 
 
 def _own(be, values: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +117,7 @@ class StageDeclaration:
 
     name: str
     settings: type[StageSettings]
-    #: ``run(entry, cfg, writer)``: "module:function" (imported by tasks/common.py) or the function
+    #: ``run(entry, settings, writer)`` (typed settings): "module:function" (imported by tasks/common.py) or the function
     run: str | Callable[..., None]
     #: the stages whose outputs it reads (their output hashes make its input hash)
     deps: tuple[str, ...] = ()
@@ -435,8 +451,98 @@ def validate_stage(stage: str, values: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def stage_backend(stage: str, settings: dict[str, Any], **runtime: Any) -> Any:
+@functools.cache
+def _typed_model(stage_model: type[StageSettings], backend_model: type[BaseModel] | None, name: str):
+    """``stage_model`` with ``backend_model``'s fields added (one class per pair, cached)."""
+    if backend_model is None:
+        return stage_model
+    extra = {k: (f.annotation, f) for k, f in backend_model.model_fields.items() if k not in stage_model.model_fields}
+    return create_model(name, __base__=stage_model, __module__=__name__, **extra)
+
+
+def stage_settings(stage: str, values: StageSettings | dict[str, Any] | None) -> StageSettings:
+    """A stage's typed settings: its model (``SegmentSettings``) joined with its selected backend's
+    settings (``segment.backend=mediapipe``: ``SegmentSettings[mediapipe]``), frozen, read as
+    attributes (``s.grow``). Typed settings are returned as they are (validated once); a dict is
+    validated (:func:`validate_stage`). ``to_dict()`` gives back exactly the validated dict, so
+    the stage hash is the same as that of the dict."""
+    if isinstance(values, StageSettings):
+        return values
+    validated = validate_stage(stage, values)
+    return typed_settings(stage, validated)
+
+
+def typed_settings(stage: str, validated: dict[str, Any]) -> StageSettings:
+    """The typed object of a dict :func:`validate_stage` returned (its nested sections typed too:
+    pose4d's ``discover``, ``link``, ...); ``to_dict()`` returns that dict."""
+    decl = STAGE_DECLARATIONS[stage]
+    be = get_backend(stage, validated["backend"]) if "backend" in decl.settings.model_fields else None
+    model = _typed_model(decl.settings, be.settings if be is not None else None,
+                         f"{decl.settings.__name__}[{be.name}]" if be is not None else decl.settings.__name__)
+    stray = set(validated) - set(model.model_fields)
+    if stray:  # never silently dropped: the hash is made of every key
+        raise SettingsError(f"{stage}: settings {', '.join(sorted(stray))} are not fields of {model.__name__}")
+    out = model.model_validate(validated)
+    out._validated = copy.deepcopy(validated)
+    return out
+
+
+class PipelineSettings:
+    """Every stage's typed settings (:func:`stage_settings`), validated once at the edge (the CLI,
+    the flow's parameters) and passed down: ``settings.segment.grow``, ``settings["segment"]``.
+    ``to_dict()`` is the validated dict of dicts (Prefect parameters, the store's attrs, hashing).
+    A plain class on purpose: Prefect passes it to a task as it is, without rebuilding it."""
+
+    __slots__ = ("_stages",)
+
+    def __init__(self, stages: dict[str, StageSettings]):
+        object.__setattr__(self, "_stages", dict(stages))
+
+    @classmethod
+    def of(cls, config: PipelineSettings | dict[str, Any]) -> PipelineSettings:
+        """Typed settings as they are; a dict of stage sections validated (:func:`validate_pipeline`)."""
+        if isinstance(config, PipelineSettings):
+            return config
+        validated = validate_pipeline(config)
+        return cls({stage: typed_settings(stage, section) for stage, section in validated.items()})
+
+    def __getattr__(self, stage: str) -> StageSettings:
+        try:
+            return self._stages[stage]
+        except KeyError:
+            raise AttributeError(f"no stage {stage!r}{did_you_mean(stage, self._stages)}") from None
+
+    def __getitem__(self, stage: str) -> StageSettings:
+        return self._stages[stage]
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("PipelineSettings is frozen")
+
+    def __contains__(self, stage: str) -> bool:
+        return stage in self._stages
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stages)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PipelineSettings) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PipelineSettings({', '.join(self._stages)})"
+
+    def __reduce__(self):
+        return PipelineSettings.of, (self.to_dict(),)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {stage: s.to_dict() for stage, s in self._stages.items()}
+
+
+def stage_backend(stage: str, settings: StageSettings | dict[str, Any], **runtime: Any) -> Any:
     """The backend a stage's validated settings name, built with its own settings from them."""
+    if isinstance(settings, StageSettings):
+        settings = settings.to_dict()
     be = get_backend(stage, settings["backend"])
     return be.create({k: settings[k] for k in be.settings.model_fields}, **runtime)
 

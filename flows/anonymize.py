@@ -28,7 +28,7 @@ from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
 from anonymask.config.pipeline import RunnerSettings, pipeline_config, runner_config
-from anonymask.config.stages import check_weights
+from anonymask.config.stages import PipelineSettings, check_weights
 from anonymask.core.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import check_video_ids, get_adapter
 from anonymask.storage.faults import fault_line
@@ -57,7 +57,8 @@ def _progress(store_url: str, video_id: str):
     return on_stage
 
 
-def _prefect_stage(store_url: str, video_id: str, name: str, config: dict[str, Any], verify_done: bool):
+def _prefect_stage(store_url: str, video_id: str, name: str, config: PipelineSettings, verify_done: bool):
+    """One stage as the Prefect task ``stage``; ``config``: the video's typed settings (run_video), passed as they are."""
     state = stage_task(store_url, video_id, name, config, verify_done, return_state=True)
     if not state.is_completed():
         raise StageFailed(state.message or f"{name}: {state.name}")

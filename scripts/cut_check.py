@@ -19,10 +19,10 @@ import cv2
 import numpy as np
 
 from anonymask.config.stages import IngestSettings
+from anonymask.models.shared.frames import resize_video, target_size
 from anonymask.models.shared.shots import CutDetector
 from anonymask.storage.datasets.sample import SampleDataset
 from anonymask.storage.video_io import read_frames
-from anonymask.tasks.ingest import resize_video, target_size
 
 
 def _fit(frames: np.ndarray, size: tuple[int, int]) -> np.ndarray:

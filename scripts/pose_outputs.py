@@ -51,9 +51,9 @@ def _outputs(fr: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def dump(out: Path, frames: int, side: int, only: list[str]) -> None:
+    from anonymask.models.shared.frames import resize_video, target_size
     from anonymask.storage.datasets.sample import SampleDataset
     from anonymask.storage.video_io import read_frames
-    from anonymask.tasks.ingest import resize_video, target_size
 
     out.mkdir(parents=True, exist_ok=True)
     for vid, _, path in SampleDataset()._videos():

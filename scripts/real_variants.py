@@ -23,9 +23,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from anonymask.models.shared.frames import target_size
 from anonymask.storage.datasets.sample import SampleDataset
 from anonymask.storage.video_io import read_frames, write_mp4
-from anonymask.tasks.ingest import target_size
 
 
 def _videos() -> dict[str, Path]:

@@ -61,7 +61,7 @@ class RecordingDetector:
 def read_video(path: str, start: int, stop: int | None, max_side: int | None):
     import av
 
-    from anonymask.tasks.ingest import resize_video, target_size
+    from anonymask.models.shared.frames import resize_video, target_size
 
     with av.open(path) as c:
         for k, fr in enumerate(c.decode(video=0)):

@@ -14,14 +14,13 @@ alone said, so their recall can be measured against it.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from anonymask.config.stages import AuditSettings
 from anonymask.core.errors import AuditError
+from anonymask.models.anonymizer.compose.reintegrate import avatar_band
 from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.inpaint import COINCIDENT_TOL
-from anonymask.tasks.reintegrate import avatar_band
 
 
 def _sampled(entry: VideoEntry, every: int):
@@ -62,30 +61,30 @@ def _gt_chunks(entry: VideoEntry):
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: AuditSettings, w: StageWriter) -> None:
     from anonymask.core.registry import get_backend
     from anonymask.models.anonymizer.audit import audit_frames, gt_leak
     from anonymask.models.anonymizer.audit.erased import scan_erased
     from anonymask.models.anonymizer.audit.margin import audit_margin
 
-    auditors = [get_backend("audit", name).create(cfg["detector_options"].get(name)) for name in cfg["detectors"]]
-    rep = audit_frames(_sampled(entry, cfg["every"]), auditors, min_outside=cfg["min_outside"],
-                       min_frames={"face": cfg["min_face_frames"], "body": cfg["min_body_frames"]})
+    auditors = [get_backend("audit", name).create(cfg.detector_options.get(name)) for name in cfg.detectors]
+    rep = audit_frames(_sampled(entry, cfg.every), auditors, min_outside=cfg.min_outside,
+                       min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames})
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
              audit_unconfirmed=rep.unconfirmed, audit_detector_findings=detector_findings)
     gt = erased = None
-    if cfg["ground_truth"] and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
-        share, finding, coincident = gt_leak(_gt_chunks(entry), max_leak=cfg["max_gt_leak"], strict=cfg["gt_strict"])
-        gt = (share, cfg["max_gt_leak"])
+    if cfg.ground_truth and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
+        share, finding, coincident = gt_leak(_gt_chunks(entry), max_leak=cfg.max_gt_leak, strict=cfg.gt_strict)
+        gt = (share, cfg.max_gt_leak)
         w.metric(audit_gt_leak=share, audit_gt_failed=float(finding is not None), audit_gt_coincident=coincident)
         if finding is not None:
             rep.findings.append(finding)
-    if cfg["erased"] and entry.has_array("person_hole"):
+    if cfg.erased and entry.has_array("person_hole"):
         scan = scan_erased(_hole_chunks(entry))
-        finding = scan.finding(cfg["erased_min_share"])
+        finding = scan.finding(cfg.erased_min_share)
         w.metric(audit_erased_frames=len(finding.frames) if finding else 0, audit_erased_largest=scan.largest())
-        erased = (scan.largest(), cfg["erased_min_share"])
+        erased = (scan.largest(), cfg.erased_min_share)
         if finding is not None:
             rep.findings.append(finding)
     # how far from the other verdict, in the record of a failed audit too (status shows both)
@@ -94,5 +93,5 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     w.metric(audit_findings=len(rep.findings), audit_passed=float(rep.passed))
     if rep.findings:
         w.metric(audit_report=[f.__dict__ for f in rep.findings])
-        if cfg["fail"]:
+        if cfg.fail:
             raise AuditError(f"{entry.video_id}: {rep.summary()}")

@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anonymask.config.stages import STAGE_DECLARATIONS, StageDeclaration, stage_order
+from anonymask.config.stages import (
+    STAGE_DECLARATIONS,
+    PipelineSettings,
+    StageDeclaration,
+    StageSettings,
+    stage_order,
+    stage_settings,
+)
 from anonymask.storage.hashing import combine_hashes, config_hash
 from anonymask.storage.store import DatasetStore, StageWriter, VideoEntry
 
@@ -50,7 +57,8 @@ class StageDef:
 
     name: str
     deps: tuple[str, ...]
-    run: Callable[[VideoEntry, dict[str, Any], StageWriter], None]
+    #: ``run(entry, settings, writer)``: ``settings`` the stage's typed settings (config/stages.py)
+    run: Callable[[VideoEntry, StageSettings, StageWriter], None]
     backend: Callable[[dict[str, Any]], str]
     #: extra inputs outside the store (e.g. the source file's identity) for the input hash
     external: Callable[[VideoEntry], str] | None = None
@@ -125,10 +133,21 @@ def _inputs_check(store_url: str, video_id: str, sd: StageDef, ihash: str):
     return check
 
 
+def stage_settings_of(name: str, config: PipelineSettings | dict[str, Any]) -> StageSettings:
+    """One stage's typed settings: taken from typed pipeline settings as they are; from a dict of
+    stage sections (a test, an older caller) validated here."""
+    if isinstance(config, PipelineSettings):
+        return config[name]
+    return stage_settings(name, config.get(name))
+
+
 def execute_stage(
-    store_url: str, video_id: str, name: str, config: dict[str, Any], verify_done: bool = True
+    store_url: str, video_id: str, name: str, config: PipelineSettings | dict[str, Any], verify_done: bool = True
 ) -> dict[str, Any]:
     """Run one stage of one video unless its complete record matches config and inputs.
+
+    ``config``: the typed :class:`PipelineSettings` (validated once, at the edge, and passed down;
+    the stage's run function gets its typed section) or a dict of stage sections (validated here).
 
     Holds the video's claim (re-entrant: the flow already holds it) so no other process writes
     the video meanwhile. A complete, current record is checked before it is trusted
@@ -139,12 +158,13 @@ def execute_stage(
     Returns {"stage", "status": "done"|"skipped", "seconds", "repaired"?}; raises on failure
     after the stage's failed record has been written.
     """
-    from anonymask.config.stages import hashed_settings, validate_stage
+    from anonymask.config.stages import hashed_settings
     from anonymask.storage.claims import claim_video
 
     stages = load_stages()
     sd = stages[name]
-    cfg = validate_stage(name, config.get(name))  # complete and canonical (a no-op on validated settings)
+    settings = stage_settings_of(name, config)  # typed settings are used as they are, never validated again
+    cfg = settings.to_dict()  # the validated dict: the hash and the record
     with claim_video(store_url, video_id):
         entry = DatasetStore.open(store_url).video(video_id)
         if sd.prepare is not None:
@@ -167,7 +187,7 @@ def execute_stage(
         t0 = time.perf_counter()
         with entry.stage(name, backend=sd.backend(cfg), config=cfg, settings_hash=chash, input_hash=ihash, deps=sd.deps,
                          inputs_unchanged=_inputs_check(store_url, video_id, sd, ihash)) as writer:
-            sd.run(entry, cfg, writer)
+            sd.run(entry, settings, writer)
     out = {"stage": name, "status": "done", "seconds": round(time.perf_counter() - t0, 3)}
     if repaired:
         out["repaired"] = repaired
@@ -177,7 +197,7 @@ def execute_stage(
 def run_video(
     store_url: str,
     video_id: str,
-    config: dict[str, Any],
+    config: PipelineSettings | dict[str, Any],
     *,
     wait: bool | float = False,
     verify_done: bool = True,
@@ -199,6 +219,7 @@ def run_video(
     from anonymask.storage.claims import claim_video
 
     run_stage = run_stage or execute_stage
+    config = PipelineSettings.of(config)  # validated once per video when it came as a dict (a flow parameter)
     order = stage_order()
     results = []
     with claim_video(store_url, video_id, wait=wait):

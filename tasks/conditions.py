@@ -9,17 +9,17 @@ same images as one processed whole.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 import numpy as np
 
+from anonymask.config.stages import ConditionSettings
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TRACK_SHARD_BYTES
 from anonymask.tasks.tubelets import tubelet_ids, tubelet_spans
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: ConditionSettings, w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.compose.tubelets import crop_tubelet, points_to_crop
     from anonymask.models.anonymizer.refine.conditions import (
@@ -42,7 +42,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         s, e = (int(x) for x in spans[j])
         boxes = entry.read(f"tubelets/{j}/box")
         size = int(entry.array(f"tubelets/{j}/rgb").shape[1])
-        windows = [(a, min(a + cfg["window"], e)) for a in range(s, e, cfg["window"])]
+        windows = [(a, min(a + cfg.window, e)) for a in range(s, e, cfg.window)]
         ranges = [r for r in (inverse_depth_range(depth_crop(a, b, boxes[a - s : b - s], size)) for a, b in windows)
                   if r]
         inv_range = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None

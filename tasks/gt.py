@@ -15,7 +15,7 @@ from anonymask.storage.store import StageWriter, VideoEntry
 
 def ingest_ground_truth(entry: VideoEntry, gt_path: str, w: StageWriter, frames: int,
                         source_hw: tuple[int, int], hw: tuple[int, int]) -> None:
-    from anonymask.tasks.ingest import resize_video
+    from anonymask.models.shared.frames import resize_video
 
     with np.load(gt_path, allow_pickle=False) as z:
         gt = {k: z[k] for k in z.files}

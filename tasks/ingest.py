@@ -17,12 +17,11 @@ For datasets with ground truth (the synthetic demo data) it also copies the grou
 
 from __future__ import annotations
 
-from typing import Any
-
-import cv2
 import numpy as np
 
+from anonymask.config.stages import IngestSettings
 from anonymask.core.errors import InvalidVideoError
+from anonymask.models.shared.frames import resize_video, target_size
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.video_io import VideoStream
 from anonymask.tasks.identity import cached_checksum, source_identity
@@ -31,36 +30,22 @@ from anonymask.tasks.identity import cached_checksum, source_identity
 BATCH = 16
 
 
-def target_size(h: int, w: int, max_side: int | None) -> tuple[int, int]:
-    """(h, w) scaled so the long side is <= max_side, both even (codecs and 2x2 pooling like that)."""
-    s = 1.0 if not max_side or max(h, w) <= max_side else max_side / max(h, w)
-    return max(2, int(round(h * s / 2)) * 2), max(2, int(round(w * s / 2)) * 2)
-
-
-def resize_video(frames: np.ndarray, hw: tuple[int, int], nearest: bool = False) -> np.ndarray:
-    if frames.shape[1:3] == hw:
-        return frames
-    interp = cv2.INTER_NEAREST if nearest else cv2.INTER_AREA
-    out = [cv2.resize(f, (hw[1], hw[0]), interpolation=interp) for f in frames]
-    return np.stack(out).astype(frames.dtype, copy=False)
-
-
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: IngestSettings, w: StageWriter) -> None:
     info = entry.info
     if not info.path:
         raise InvalidVideoError(entry.video_id, "the manifest has no source path for this video")
     from anonymask.models.shared.shots import CutDetector, shot_spans
 
-    cap, max_bad = cfg["max_frames"], cfg["max_bad_frames"]
+    cap, max_bad = cfg.max_frames, cfg.max_bad_frames
     fw = None
     hw = None
-    cuts = CutDetector(cfg["cut_threshold"], cfg["cut_structure"])
+    cuts = CutDetector(cfg.cut_threshold, cfg.cut_structure)
     with VideoStream(info.path, allow_odd=True) as vs:
         declared = vs.report.declared_frames
         for batch in vs.batches(BATCH, max_frames=cap):
             if fw is None:
-                hw = target_size(vs.height, vs.width, cfg["max_side"])
+                hw = target_size(vs.height, vs.width, cfg.max_side)
                 hint = min(declared, cap) if declared and cap else declared
                 fw = entry.frame_writer("raw", (*hw, 3), np.uint8, hint=hint)
             small = resize_video(batch, hw)

@@ -25,10 +25,10 @@ so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is he
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 import numpy as np
 
+from anonymask.config.stages import InpaintSettings
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import video_shots
 
@@ -41,7 +41,7 @@ PERSON_FREE_MAX_BYTES = 512 * 2**20
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.inpaint.backends import get_inpainter, inpaint_stream
     from anonymask.models.shared.shots import camera_drift
@@ -81,9 +81,9 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             se[1] += d.size
 
     backend = stage_backend("inpaint", cfg)
-    check = getattr(backend, "still_camera", False) and cfg["moving_camera"] != "same"
+    check = getattr(backend, "still_camera", False) and cfg.moving_camera != "same"
     moving = 0
-    check_fill = (has_gt and entry.has_array("gt/person_mask") and cfg["person_free_check"]
+    check_fill = (has_gt and entry.has_array("gt/person_mask") and cfg.person_free_check
                   and int(np.prod(raw.shape)) <= PERSON_FREE_MAX_BYTES)
     if not check_fill and "fill_coincident" in entry.group:  # a previous run's: it would excuse this run's fill
         del entry.group["fill_coincident"]
@@ -96,15 +96,15 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 idx = np.unique(np.linspace(a, b - 1, min(8, b - a)).round().astype(int))
                 # frame by frame: a zarr fancy-index read of the same frames was 10x slower
                 if camera_drift(np.stack([raw[int(t)] for t in idx]),
-                                np.stack([hole[int(t)] for t in idx])) > cfg["camera_drift"]:
-                    use, moving = get_inpainter(cfg["moving_camera"]), moving + 1
-            stream = dict(context=cfg["context"], sample_frames=cfg["sample_frames"])
+                                np.stack([hole[int(t)] for t in idx])) > cfg.camera_drift:
+                    use, moving = get_inpainter(cfg.moving_camera), moving + 1
+            stream = dict(context=cfg.context, sample_frames=cfg.sample_frames)
             if coincident is not None:  # the same backend, windows and holes, on the person-free frames
                 inpaint_stream(use, lambda x, y, a=a: read_person_free(a + x, a + y), b - a,
                                lambda t0, frames, a=a: person_free.__setitem__(a + t0, frames),
-                               cfg["window"], **stream)
+                               cfg.window, **stream)
             inpaint_stream(use, lambda x, y, a=a: read(a + x, a + y), b - a,
-                           lambda t0, frames, a=a: write(a + t0, frames), cfg["window"], **stream)
+                           lambda t0, frames, a=a: write(a + t0, frames), cfg.window, **stream)
     w.metric(moving_shots=moving)
     if coincident_px[1]:
         w.metric(fill_coincident_share=coincident_px[0] / coincident_px[1])

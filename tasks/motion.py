@@ -4,8 +4,7 @@ stage reads ``pose/`` unchanged."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from anonymask.config.stages import MotionSettings
 from anonymask.storage.store import StageWriter, VideoEntry
 
 
@@ -18,14 +17,14 @@ def motion_prefix(entry: VideoEntry) -> str:
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    if not cfg["enabled"]:
+def run(entry: VideoEntry, cfg: MotionSettings, w: StageWriter) -> None:
+    if not cfg.enabled:
         w.metric(motion_anonymized=False)
         return
     from anonymask.models.anonymizer.skeleton.pipeline_stage import anonymize_tracks
     from anonymask.models.shared.body.tracks_io import read_tracks, write_tracks
 
     tracks, camera = read_tracks(entry, "pose")
-    new_tracks, metrics = anonymize_tracks(tracks, camera, cfg)
+    new_tracks, metrics = anonymize_tracks(tracks, camera, cfg.checkpoint)
     write_tracks(w, "motion", new_tracks, camera)
     w.metric(motion_anonymized=True, **metrics)

@@ -16,10 +16,9 @@ With ground truth in the store the stage records ``mpjpe_mm`` (root-aligned, 22 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from anonymask.config.stages import Pose4dSettings
 from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
 from anonymask.models.shared.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
@@ -34,8 +33,8 @@ def frame_windows(entry: VideoEntry, name: str = "raw", window: int = WINDOW_FRA
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
-    """The backend named by ``cfg["backend"]`` (models/anonymizer/pose/backends.py, through the registry)
+def run(entry: VideoEntry, cfg: Pose4dSettings, w: StageWriter) -> None:
+    """The backend named by ``cfg.backend`` (models/anonymizer/pose/backends.py, through the registry)
     estimates the tracks; this stage gives it the store to read and write through."""
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.pose.backends import PoseInputs
@@ -63,7 +62,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
 
     io = PoseInputs(
         video_id=entry.video_id, source=str(entry.info.path or entry.video_id), shape=(t_len, h, wd),
-        windows=lambda: frame_windows(entry, window=cfg["window"]), read_frames=lambda a, b: np.asarray(raw[a:b]),
+        windows=lambda: frame_windows(entry, window=cfg.window), read_frames=lambda a, b: np.asarray(raw[a:b]),
         instance_outputs=instance_outputs,
         gt_tracks=(lambda: read_tracks(entry, "gt/pose")) if has_tracks(entry, "gt/pose") else None,
         skeleton=entry.info.extra.get("skeleton"), visible_faces=lambda: visible_faces(entry),
@@ -77,7 +76,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         w.metric(**out.metrics)
     write_tracks(w, "pose", out.tracks, out.camera)
     w.metric(tracks=len(out.tracks))
-    if has_tracks(entry, "gt/pose") and cfg["backend"] != "gt":
+    if has_tracks(entry, "gt/pose") and cfg.backend != "gt":
         w.metric(mpjpe_mm=pose_mpjpe(entry, out.tracks))
 
 

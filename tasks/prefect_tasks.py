@@ -8,6 +8,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 from prefect.states import Failed
 
+from anonymask.config.stages import PipelineSettings
 from anonymask.tasks.common import execute_stage
 
 
@@ -26,7 +27,7 @@ def failure_message(stage: str, e: BaseException, store_url: str | None = None) 
 
 @task(name="stage", task_run_name="{name}", cache_policy=NONE, persist_result=False, retries=0)
 def stage_task(
-    store_url: str, video_id: str, name: str, config: dict[str, Any], verify_done: bool = True
+    store_url: str, video_id: str, name: str, config: PipelineSettings | dict[str, Any], verify_done: bool = True
 ) -> dict[str, Any]:
     """Run (or skip, when its record is complete and current) one stage of one video.
 

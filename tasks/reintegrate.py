@@ -9,10 +9,10 @@ background, whose colour happens to match the person's is not a leak).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from anonymask.config.stages import ReintegrateSettings
+from anonymask.models.anonymizer.compose.reintegrate import avatar_band
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import read_window, span_window
 from anonymask.storage.windows import frame_windows
@@ -20,7 +20,7 @@ from anonymask.tasks.tubelets import alpha_spans, track_alphas, tubelet_ids, tub
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: ReintegrateSettings, w: StageWriter) -> None:
     """Per frame, so window by window: memory is one window whatever the video's length."""
     from anonymask.models.anonymizer.compose.reintegrate import public_mask, reintegrate
     from anonymask.models.anonymizer.metrics import person_leak_counts
@@ -39,7 +39,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     leaked = real = distinguishable = 0
     with w.frames("anonymized", (h, wd, 3), np.uint8, t_len) as out_x, \
             w.frames("public_mask", (h, wd), bool, t_len) as out_r:
-        for win in frame_windows(t_len, cfg["window"]):
+        for win in frame_windows(t_len, cfg.window):
             xd = np.asarray(x_dot[win.core])
             # the avatars' silhouettes, read once: for the alphas and for the public mask
             s = read_window(entry, "render/track_masks", win.core_start, win.core_stop, set(ids),
@@ -79,11 +79,3 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     if gt:
         w.metric(person_leak=leaked / distinguishable if distinguishable else float("nan"),
                  real_leak=real / distinguishable if distinguishable else float("nan"))
-
-
-def avatar_band(avatar: np.ndarray, pixels: int = 2) -> np.ndarray:
-    """Avatar pixels grown by ``pixels``: where the pasted (resampled, feathered) avatar crop bleeds
-    its colours into the background; no real pixel value is shown there."""
-    from anonymask.models.anonymizer.segment.masks import grow
-
-    return grow(avatar.astype(bool), pixels)

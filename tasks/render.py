@@ -11,10 +11,10 @@ Also stores the avatar's projected joints and face points for the ControlNet con
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 import numpy as np
 
+from anonymask.config.stages import RenderSettings
 from anonymask.models.shared.body.tracks import hold_edge_poses
 from anonymask.models.shared.body.tracks_io import read_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
@@ -24,7 +24,7 @@ from anonymask.tasks.motion import motion_prefix
 
 
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""
     from anonymask.models.shared.body.appearance import AppearanceBank, person_keys
@@ -36,7 +36,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
     h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])
     if (camera.height, camera.width) != (h, wd):
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
-    bank = AppearanceBank(size=cfg["bank_size"], seed=cfg["bank_seed"])
+    bank = AppearanceBank(size=cfg.bank_size, seed=cfg.bank_seed)
     # one person seen as several tracks in turn keeps one appearance (the first track's)
     visible = [tuple(np.add(span_of(t.valid), t.start)) if t.valid.any() else (0, 0) for t in tracks]
     pose_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
@@ -58,7 +58,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
             shown = np.zeros(len(pose_boxes[j]), bool)
             shown[tr.start : tr.stop] = tr.valid
             yielded[j] = np.isfinite(pose_boxes[j][:, 0]) & ~shown
-    tracks = [hold_edge_poses(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg["hold_ends"], shots,
+    tracks = [hold_edge_poses(body.reshape_track(tr, av.betas, keep="pelvis" if k == 2 else "feet"), cfg.hold_ends, shots,
                         y) for tr, av, k, y in zip(tracks, avatars, kinds, yielded)]
     t_len = entry.num_frames
     n = len(tracks)
@@ -78,7 +78,7 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
                 # when absent); per frame too, so a long video never holds them whole either
                 ("render/joints2d", (n, 52, 2), np.float32), ("render/face5_2d", (n, 5, 2), np.float32),
                 ("render/face_2d", (n, len(face_ids), 2), np.float32)))
-        for win in frame_windows(t_len, cfg["window"]):
+        for win in frame_windows(t_len, cfg.window):
             m = win.core_stop - win.core_start
             here = alive(spans, win.core_start, win.core_stop)  # a track invalid in every frame draws nothing
             part = [tracks[j].window(win.core_start, win.core_stop) for j in here]

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from anonymask.config.stages import TubeletSettings
+from anonymask.models.anonymizer.compose.tubelets import tubelet_span
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TRACK_SHARD_BYTES, has_tracks, read_spans, read_window, spans_name
 from anonymask.storage.tracks import track_count as count_tracks
@@ -100,19 +102,12 @@ def track_extents(entry: VideoEntry, j: int, spans: dict[str, np.ndarray], windo
     return (a, ext, present) if present.any() else None
 
 
-def tubelet_span(first: int, present: np.ndarray, context: int, t_len: int) -> tuple[int, int]:
-    """[start, stop) of a tubelet: its person's first to last present frame, ``context`` frames
-    wider (clipped to the video)."""
-    idx = np.flatnonzero(present)
-    return max(0, first + int(idx[0]) - context), min(t_len, first + int(idx[-1]) + 1 + context)
-
-
 # declared in config/stages.py (settings, deps, versions)
-def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
+def run(entry: VideoEntry, cfg: TubeletSettings, w: StageWriter) -> None:
     from anonymask.models.anonymizer.compose.tubelets import boxes_from_extents
 
-    size = cfg["size"]
-    win_frames = cfg["window"]
+    size = cfg.size
+    win_frames = cfg.window
     merged = entry.array("merged")
     t_len, h, wd = (int(x) for x in merged.shape[:3])
     n = track_count(entry)
@@ -126,19 +121,19 @@ def run(entry: VideoEntry, cfg: dict[str, Any], w: StageWriter) -> None:
         if got is None:
             continue
         first, ext, present = got
-        s, e = tubelet_span(first, present, cfg["context"], t_len)
+        s, e = tubelet_span(first, present, cfg.context, t_len)
         # smoothed over the whole video (four numbers a frame, one track at a time), then cut to
         # the span: the same boxes there as a whole-video tubelet's, whatever ``context``
         ext_v = np.full((t_len, 4), np.nan)
         pres_v = np.zeros(t_len, bool)
         ext_v[first : first + len(ext)] = ext
         pres_v[first : first + len(present)] = present
-        boxes[j] = boxes_from_extents(ext_v, pres_v, (h, wd), margin=cfg["margin"], sigma=cfg["smooth"])[s:e]
+        boxes[j] = boxes_from_extents(ext_v, pres_v, (h, wd), margin=cfg.margin, sigma=cfg.smooth)[s:e]
         w.write(f"tubelets/{j}/box", boxes[j].astype(np.float32), frame_chunked=False)
         tub_spans[j] = (s, e)
     w.write(TUBELET_SPANS, tub_spans, frame_chunked=False)
     people = sorted((j for j in range(n) if tub_spans[j, 0] < tub_spans[j, 1]), key=lambda j: tub_spans[j, 0])
-    batch = cfg["open_writers"]
+    batch = cfg.open_writers
     for first in range(0, len(people), batch):
         crop_group(entry, w, merged, people[first : first + batch], tub_spans, boxes, size, win_frames)
     w.metric(tubelets=len(people), tubelet_size=size, tubelet_frames=int((tub_spans[:, 1] - tub_spans[:, 0]).sum()))

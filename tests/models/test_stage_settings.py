@@ -149,3 +149,44 @@ def test_a_window_size_recomputes_nothing_and_a_real_setting_recomputes_its_stag
     res = run_video(url, vid, pipeline_config("demo", {**gt, "tubelets": {"margin": 0.2}}))
     done = [r["stage"] for r in res if r["status"] == "done"]
     assert done == ["tubelets", "conditions", "refine", "reintegrate", "audit"]
+
+
+def test_typed_settings_are_frozen_attributes_of_the_stage_and_its_backend():
+    from anonymask.config.stages import SegmentSettings, stage_settings
+
+    s = stage_settings("segment", {"grow": 6})
+    assert isinstance(s, SegmentSettings) and type(s).__name__ == "SegmentSettings[mediapipe]"
+    assert s.grow == 6 and s.threshold == 0.5 and s.model == "selfie"  # the stage's and the backend's
+    with pytest.raises(ValidationError):
+        s.grow = 3
+    assert stage_settings("segment", s) is s  # typed settings are not validated again
+    assert type(stage_settings("segment", {"backend": "gt"})).__name__ == "SegmentSettings[gt]"
+    with pytest.raises(SettingsError, match="grow"):
+        stage_settings("segment", {"grow": "big"})
+    p4 = stage_settings("pose4d", {})
+    assert p4.link.gap == pipeline_config("demo")["pose4d"]["link"]["gap"]  # nested sections typed too
+
+
+def test_typed_settings_hash_exactly_as_their_validated_dict():
+    from anonymask.config.datasets import DATASETS
+    from anonymask.config.stages import PipelineSettings
+
+    for dataset in DATASETS:
+        cfg = pipeline_config(dataset, {"segment": {"grow": 4}, "inpaint": {"window": 32}})
+        typed = PipelineSettings.of(cfg)
+        assert typed.to_dict() == cfg
+        assert PipelineSettings.of(typed) is typed
+        for stage in cfg:
+            assert typed[stage] is getattr(typed, stage)
+            assert config_hash(hashed_settings(stage, typed[stage].to_dict())) == chash(stage, cfg[stage])
+            assert typed[stage].model_dump() == cfg[stage]
+
+
+def test_execute_stage_hands_the_run_function_typed_settings_without_validating_them(monkeypatch):
+    from anonymask.config import stages
+    from anonymask.config.stages import PipelineSettings
+    from anonymask.tasks import common
+
+    typed = PipelineSettings.of(pipeline_config("demo"))
+    monkeypatch.setattr(stages, "validate_stage", lambda *a, **k: pytest.fail("validated again"))
+    assert common.stage_settings_of("segment", typed) is typed.segment

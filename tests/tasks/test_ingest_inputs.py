@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from anonymask.config.pipeline import pipeline_config
+from anonymask.config.stages import stage_settings
 from anonymask.core.errors import InvalidVideoError
 from anonymask.storage.inspect import format_status_table, status_report
 from anonymask.storage.store import DatasetStore, VideoInfo
@@ -184,7 +185,7 @@ def test_a_cut_splits_the_video_into_shots_and_inpainting_stays_in_its_shot(tmp_
         with e.stage("segment", backend="test") as w:
             w.write("person_hole", hole)
         with e.stage("inpaint", backend="test") as w:
-            inpaint.run(e, pipeline_config("folder")["inpaint"], w)
+            inpaint.run(e, stage_settings("inpaint", pipeline_config("folder")["inpaint"]), w)
         filled = e.read("inpainted")[12:][hole[12:]]
         assert (filled.argmax(axis=-1) == expect).all(), cuts
     cut_off = ingest(tmp_path, tmp_path / "cut.mp4", cut_threshold=0.0)
@@ -216,7 +217,7 @@ def test_a_shot_whose_camera_moves_takes_the_moving_camera_backend(tmp_path):
     raw = e.read("raw")
     for moving, expect in (("opencv", 1), ("same", 0)):
         with e.stage("inpaint", backend="test") as w:
-            inpaint.run(e, pipeline_config("folder", {"inpaint": {"moving_camera": moving}})["inpaint"], w)
+            inpaint.run(e, stage_settings("inpaint", pipeline_config("folder", {"inpaint": {"moving_camera": moving}})["inpaint"]), w)
         assert e.metrics()["moving_shots"] == expect
         table = format_status_table(status_report(DatasetStore.open(str(tmp_path / "s.zarr"))))
         assert ("shots: v0: 2, 1 with a moving camera (inpainted from its aligned frames)" in table) is (expect == 1)

@@ -55,7 +55,7 @@ def test_disabled_stage_leaves_tracks_untouched(tmp_path):
 def test_enabled_near_identity_anonymizer_keeps_the_motion(tmp_path):
     tr, cam = walking_track(), Camera.from_fov(160, 120)
     body = get_body_model()
-    new, metrics = anonymize_tracks([tr], cam, {"checkpoint": str(checkpoint(tmp_path))})
+    new, metrics = anonymize_tracks([tr], cam, str(checkpoint(tmp_path)))
     j0 = body.pose_track(tr).joints[:, :22]
     j1 = body.pose_track(new[0]).joints[:, :22]
     assert metrics["motion_joint_shift_mm"] < 1.0  # anonymizer initialised near identity
@@ -83,4 +83,4 @@ def test_enabled_anonymizer_changes_motion_and_stage_writes_it(tmp_path):
 
 def test_enabled_without_checkpoint_is_a_clear_error():
     with pytest.raises(AnonymaskError, match="motion.checkpoint"):
-        anonymize_tracks([walking_track()], Camera.from_fov(64, 48), {"enabled": True})
+        anonymize_tracks([walking_track()], Camera.from_fov(64, 48), None)

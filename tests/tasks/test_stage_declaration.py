@@ -35,7 +35,7 @@ def run_toy(entry, cfg, w):
     """Hole pixels per frame, times ``scale``: reads segment's output, so it must run after it."""
     assert entry.record("segment")["status"] == "done"
     hole = entry.read("person_hole")
-    w.write("toy/hole_pixels", hole.reshape(len(hole), -1).sum(1).astype(np.int64) * cfg["scale"],
+    w.write("toy/hole_pixels", hole.reshape(len(hole), -1).sum(1).astype(np.int64) * cfg.scale,
             frame_chunked=False)
     w.metric(toy_frames=len(hole))
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from anonymask.config.pipeline import pipeline_config
+from anonymask.config.stages import stage_settings
 from anonymask.storage.datasets import get_adapter
 from anonymask.storage.inspect import verify_store
 from anonymask.storage.store import DatasetStore
@@ -81,8 +82,8 @@ def test_a_one_frame_video_is_anonymized(one_frame_dataset, tmp_path):
 def test_windowed_refine_segments_cover_and_fade(tmp_path):
     """refine's long-video path: segments overlap, every frame is written once, in order; with an
     identity refiner the output equals the input (the cross-fade of equal frames is exact)."""
+    from anonymask.models.anonymizer.refine.segments import refine_long, segments
     from anonymask.storage.store import VideoInfo
-    from anonymask.tasks.refine import refine_long, segments
 
     assert segments(10, 16, 4) == [(0, 10)]
     segs = segments(100, 32, 8)
@@ -153,7 +154,7 @@ def test_a_still_part_is_added_only_to_the_frames_its_person_is_in():
     the frame's own mask is: not to the frames before its person came (on bikes.mp4 a shot's
     first frame got a still cyclist's region with no avatar on it, and the audit failed the video
     for a person erased). Without ``present`` every part goes to every frame of the block."""
-    from anonymask.tasks.segment import StillRegions
+    from anonymask.models.anonymizer.segment.still import StillRegions
 
     prob = np.zeros((10, 20, 30), np.float32)
     prob[:, 2:6, 2:6] = 1.0  # still in all 10 frames
@@ -239,7 +240,6 @@ def _short_tracks_store(tiny_anonymized, url, starts, frames=32, scale=4, compac
 def test_render_reads_compact_tracks_as_whole_video_ones(tiny_anonymized, tmp_path):
     """pose4d stores each track over its own frames only; render (which reads them so, window by
     window) draws exactly what it draws from the same tracks stored over the whole video."""
-    from anonymask.config.stages import validate_stage
     from anonymask.models.shared.body.tracks_io import read_tracks
     from anonymask.tasks import render
 
@@ -251,7 +251,7 @@ def test_render_reads_compact_tracks_as_whole_video_ones(tiny_anonymized, tmp_pa
         assert stored == ([2] * 4 if compact else [32] * 4)
         assert all(t.num_frames == 32 for t in read_tracks(e, "pose")[0])  # whole-video by default
         with e.stage("render", backend="test") as w:
-            render.run(e, validate_stage("render", {"window": 4}), w)
+            render.run(e, stage_settings("render", {"window": 4}), w)
         outs[compact] = {k: v for k, v in arrays(DatasetStore.open(str(tmp_path / f"c{compact}.zarr")).video("v"))
                          .items() if k.startswith("render/")}
     assert outs[True]["render/mask"].any()
@@ -286,7 +286,7 @@ def test_per_track_arrays_hold_only_their_tracks_frames(tiny_anonymized, tmp_pat
         e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"n{n}.zarr"), [2 * k for k in range(n)])
         for name, fn in (("render", render.run), ("segment", segment.run)):
             # render: no held ends (each track's 2 frames only, so one track is alive per window)
-            cfg = validate_stage(name, {"window": 2, **({"backend": "gt"} if name == "segment" else {"hold_ends": 0})})
+            cfg = stage_settings(name, {"window": 2, **({"backend": "gt"} if name == "segment" else {"hold_ends": 0})})
 
             def go(name=name, fn=fn, cfg=cfg, e=e):
                 with e.stage(name, backend="test") as w:
@@ -316,7 +316,6 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
     """16 tracks are 16 tubelets: ``tubelets`` reads one track at a time and crops
     ``open_writers`` of them per group, so its peak with 16 tracks stays near one track's (all 16
     writers at once held 16 buffers of crops)."""
-    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment, tubelets
 
     frames = 32
@@ -326,10 +325,10 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
                                 frames=frames)
         for name, fn in (("render", render.run), ("segment", segment.run)):
             with e.stage(name, backend="test") as w:
-                fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+                fn(e, stage_settings(name, {"backend": "gt"} if name == "segment" else {}), w)
         with e.stage("merge", backend="test") as w:
             w.write("merged", np.zeros((frames, int(e.attrs["height"]), int(e.attrs["width"]), 3), np.uint8))
-        cfg = validate_stage("tubelets", {"window": 8, "open_writers": 2, "context": frames})
+        cfg = stage_settings("tubelets", {"window": 8, "open_writers": 2, "context": frames})
 
         def go(cfg=cfg, e=e):
             with e.stage("tubelets", backend="test") as w:
@@ -346,13 +345,12 @@ def test_tubelets_memory_does_not_grow_with_the_tracks(tiny_anonymized, tmp_path
 def _compose_stages(e, overrides):
     """tubelets -> conditions -> refine (none) -> reintegrate on a store with render and segment
     done, ``merged`` and ``inpainted`` set: the arrays they write."""
-    from anonymask.config.stages import validate_stage
     from anonymask.tasks import conditions, refine, reintegrate, tubelets
 
     for name, fn in (("tubelets", tubelets.run), ("conditions", conditions.run), ("refine", refine.run),
                      ("reintegrate", reintegrate.run)):
         with e.stage(name, backend="test") as w:
-            fn(e, validate_stage(name, overrides.get(name, {})), w)
+            fn(e, stage_settings(name, overrides.get(name, {})), w)
     return arrays(e)
 
 
@@ -362,7 +360,6 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
     frames people are in, not tracks x video length; what reintegration makes of them (the
     anonymized video and the public mask) is bit-identical to whole-video tubelets, because a
     tubelet is pasted only where its person's alpha is."""
-    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment
     from anonymask.tasks.tubelets import alpha_spans, track_alphas
 
@@ -370,7 +367,7 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
     e = _short_tracks_store(tiny_anonymized, str(tmp_path / "s.zarr"), starts, frames=frames)
     for name, fn in (("render", render.run), ("segment", segment.run)):
         with e.stage(name, backend="test") as w:
-            fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+            fn(e, stage_settings(name, {"backend": "gt"} if name == "segment" else {}), w)
     del e.group["gt"]  # no ground-truth leak metrics here
     rng = np.random.default_rng(0)
     shape = (frames, int(e.attrs["height"]), int(e.attrs["width"]), 3)
@@ -407,14 +404,13 @@ def test_a_tubelet_covers_its_persons_frames_not_the_whole_video(tiny_anonymized
 def test_a_tubelet_that_misses_its_persons_frames_fails_reintegration(tiny_anonymized, tmp_path, monkeypatch):
     """A tubelet must hold every frame its person has pixels in; one frame short and reintegration
     fails naming it (instead of leaving that frame's person to the background fill)."""
-    from anonymask.config.stages import validate_stage
     from anonymask.tasks import render, segment, tubelets
 
     frames = 16
     e = _short_tracks_store(tiny_anonymized, str(tmp_path / "m.zarr"), [4], frames=frames)
     for name, fn in (("render", render.run), ("segment", segment.run)):
         with e.stage(name, backend="test") as w:
-            fn(e, validate_stage(name, {"backend": "gt"} if name == "segment" else {}), w)
+            fn(e, stage_settings(name, {"backend": "gt"} if name == "segment" else {}), w)
     del e.group["gt"]
     shape = (frames, int(e.attrs["height"]), int(e.attrs["width"]), 3)
     for stage, name in (("merge", "merged"), ("inpaint", "inpainted")):
@@ -512,7 +508,7 @@ def test_segment_does_not_reach_across_a_cut(tiny_anonymized, tmp_path):
             e.write_array("shots", np.asarray(shots, np.int32), frame_chunked=False)
         cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "static_grow": 0}})
         with e.stage("segment", backend="test") as w:
-            segment.run(e, cfg["segment"], w)
+            segment.run(e, stage_settings("segment", cfg["segment"]), w)
         holes[shots is not None] = e.read("person_hole")
     split, whole = holes[True], holes[False]
     away = [t for t in range(t_len) if t not in (cut - 1, cut)]
@@ -526,7 +522,6 @@ def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_pa
     the track's first and last pose that many frames (``render.hold_ends``), so no hole lies
     there without an avatar (with no hold: the audit's erased-person finding that bikes.mp4,
     Sports2D and a Pose2Sim view showed at the frame before a track's first)."""
-    from anonymask.config.stages import validate_stage
     from anonymask.models.anonymizer.audit.erased import scan_erased
     from anonymask.storage.tracks import read_spans
     from anonymask.tasks import render, segment
@@ -535,14 +530,14 @@ def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_pa
     for hold in (0, 1):
         e = _short_tracks_store(tiny_anonymized, str(tmp_path / f"h{hold}.zarr"), [6], frames=16, compact=True)
         with e.stage("render", backend="test") as w:  # the person: where the unheld avatar is
-            render.run(e, validate_stage("render", {"hold_ends": 0}), w)
+            render.run(e, stage_settings("render", {"hold_ends": 0}), w)
         e.write_array("gt/person_mask", e.read("render/mask"))
         with e.stage("render", backend="test") as w:
-            render.run(e, validate_stage("render", {"hold_ends": hold}), w)
+            render.run(e, stage_settings("render", {"hold_ends": hold}), w)
         assert read_spans(e, "render/track_masks").tolist() == ([[5, 9]] if hold else [[6, 8]])
         cfg = pipeline_config("demo", {"segment": {"backend": "gt", "static_grow": 0}})
         with e.stage("segment", backend="test") as w:
-            segment.run(e, cfg["segment"], w)
+            segment.run(e, stage_settings("segment", cfg["segment"]), w)
         hole = e.read("person_hole")
         assert hole[[5, 6, 7, 8]].all(axis=(1, 2)).sum() == 0 and hole[[5, 6, 7, 8]].any(axis=(1, 2)).all()
         uncovered[hold] = sorted({r[0] for r in scan_erased([(0, hole, e.read("render/mask"))]).regions})
@@ -552,7 +547,7 @@ def test_an_avatar_is_on_every_frame_of_its_persons_hole(tiny_anonymized, tmp_pa
 def test_instance_labels_map_to_posed_tracks():
     """Raw labels (raw track id + 1, 0 = nobody) -> posed track index (-1: nobody or not posed);
     an id past the table (never written by pose4d) takes the table's last entry, as before."""
-    from anonymask.tasks.segment import lut_map
+    from anonymask.models.anonymizer.segment.tracks import lut_map
 
     labels = np.array([[0, 1, 2], [3, 4, 9]], np.uint16)
     out = lut_map(labels, np.array([2, -1, 0, 1], np.int32))

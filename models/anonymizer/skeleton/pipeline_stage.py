@@ -8,8 +8,6 @@ skeleton. Hands are kept as they were.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from anonymask.core.errors import AnonymaskError
@@ -18,13 +16,15 @@ from anonymask.models.shared.body.tracks import Camera, SMPLHTrack
 BODY_JOINTS = 22
 
 
-def anonymize_tracks(tracks: list[SMPLHTrack], camera: Camera, cfg: dict[str, Any]) -> tuple[list[SMPLHTrack], dict[str, float]]:
-    """New tracks (same ids, frames, validity) whose body joints went through the anonymizer."""
+def anonymize_tracks(tracks: list[SMPLHTrack], camera: Camera, checkpoint: str | None,
+                     iterations: int = 100) -> tuple[list[SMPLHTrack], dict[str, float]]:
+    """New tracks (same ids, frames, validity) whose body joints went through the anonymizer
+    (``checkpoint``: a trained skeleton anonymizer; ``iterations``: the refit of each track)."""
     from anonymask.models.anonymizer.pose.fit import FitConfig, fit_track
     from anonymask.models.anonymizer.skeleton.anonymizers import anonymize_track, load_anonymizer
     from anonymask.models.shared.body.model import get_body_model
 
-    ckpt = cfg.get("checkpoint")
+    ckpt = checkpoint
     if not ckpt:
         raise AnonymaskError("motion.enabled needs motion.checkpoint: the path of a trained skeleton "
                              "anonymizer (make train-skeleton-anon DATASET=... writes one)")
@@ -48,7 +48,7 @@ def anonymize_tracks(tracks: list[SMPLHTrack], camera: Camera, cfg: dict[str, An
         kp2d = camera.project(new)
         fitted, _ = fit_track(body.rest_joints(tr.betas), kp2d, np.where(ok[:, None], 1.0, 0.0).repeat(BODY_JOINTS, 1),
                               camera, mapping, kp3d=new, absolute_3d=True, betas=tr.betas, track_id=tr.track_id,
-                              cfg=FitConfig(iterations=int(cfg.get("iterations", 100)), smooth_sigma=0.0))
+                              cfg=FitConfig(iterations=int(iterations), smooth_sigma=0.0))
         fitted.left_hand_pose, fitted.right_hand_pose = tr.left_hand_pose.copy(), tr.right_hand_pose.copy()
         fitted.valid = tr.valid.copy()
         fitted.gender = tr.gender

@@ -61,7 +61,7 @@ def test_still_region_takes_in_a_part_the_detector_lost_for_a_while():
     """A still person whose head the detector lost in 4 of 10 frames (someone passed): the head is
     in the mask in 60% of the frames, under the 80% that makes a still core, and joins the still
     region through the core it touches (``static_extend``); a separate blob at 60% does not."""
-    from anonymask.tasks.segment import StillRegions
+    from anonymask.models.anonymizer.segment.still import StillRegions
 
     prob = np.zeros((10, 40, 40), np.float32)
     prob[:, 10:30, 10:16] = 1.0  # the still body, every frame
@@ -82,7 +82,7 @@ def test_still_region_takes_in_a_part_the_detector_lost_for_a_while():
 def test_still_region_does_not_reach_clutter_beyond_its_body():
     """Pixels seen in 60% of the frames that touch a still core but lie farther from it than
     ``static_reach`` x its height (clutter the detector sees now and then) stay out."""
-    from anonymask.tasks.segment import StillRegions
+    from anonymask.models.anonymizer.segment.still import StillRegions
 
     prob = np.zeros((10, 40, 80), np.float32)
     prob[:, 10:30, 10:16] = 1.0  # the still body, 20 px tall: reach 0.3 -> 6 px

@@ -3,7 +3,7 @@
 import numpy as np
 
 from anonymask.config.stages import validate_stage
-from anonymask.tasks.segment import margin_pixels
+from anonymask.models.anonymizer.segment.margins import margin_pixels
 
 
 def _boxes(heights):
@@ -28,3 +28,12 @@ def test_the_auto_margin_is_a_share_of_the_peoples_median_height():
     # nobody found: grow_min; a number is used as it is
     assert margin_pixels("auto", None, *args) == cfg["grow_min"]
     assert margin_pixels(5, _boxes([100]), *args) == 5
+
+
+def test_grow_pixels_resolves_the_stages_typed_settings():
+    from anonymask.config.stages import stage_settings
+    from anonymask.models.anonymizer.segment.margins import grow_pixels
+
+    assert grow_pixels(stage_settings("segment", {}), _boxes([80, 100, None, 120])) == 3
+    assert grow_pixels(stage_settings("segment", {"grow_frac": 0.06}), _boxes([100])) == 6
+    assert grow_pixels(stage_settings("segment", {"grow": 5}), _boxes([100])) == 5
