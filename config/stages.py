@@ -507,6 +507,8 @@ class PipelineSettings:
         return cls({stage: typed_settings(stage, section) for stage, section in validated.items()})
 
     def __getattr__(self, stage: str) -> StageSettings:
+        if stage.startswith("_"):  # not a stage (copy, pickle and the slot itself ask for these)
+            raise AttributeError(stage)
         try:
             return self._stages[stage]
         except KeyError:

@@ -3,6 +3,8 @@ before any work, equivalent settings hash the same, and every backend declares i
 
 from __future__ import annotations
 
+import copy
+import pickle
 import shutil
 from typing import Annotated
 
@@ -176,6 +178,7 @@ def test_typed_settings_hash_exactly_as_their_validated_dict():
         typed = PipelineSettings.of(cfg)
         assert typed.to_dict() == cfg
         assert PipelineSettings.of(typed) is typed
+        assert copy.deepcopy(typed) == typed and pickle.loads(pickle.dumps(typed)) == typed
         for stage in cfg:
             assert typed[stage] is getattr(typed, stage)
             assert config_hash(hashed_settings(stage, typed[stage].to_dict())) == chash(stage, cfg[stage])
