@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from anonymask.config.stages import Pose4dSettings
-from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
 from anonymask.models.shared.body.tracks_io import has_tracks, read_tracks, write_tracks
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.windows import WINDOW_FRAMES, iter_blocks, video_shots
@@ -93,26 +92,7 @@ def visible_faces(entry: VideoEntry, samples: int = 16) -> list[int]:
 
 def pose_mpjpe(entry: VideoEntry, fit_tracks: list) -> float:
     """Root-aligned MPJPE (mm) of each ground-truth person matched to the nearest fitted track."""
-    from anonymask.models.anonymizer.metrics import mpjpe_mm
-    from anonymask.models.shared.body.model import get_body_model
+    from anonymask.models.anonymizer.pose.accuracy import matched_mpjpe
 
-    body = get_body_model()
     gt_tracks, _ = read_tracks(entry, "gt/pose")
-    t_len = gt_tracks[0].num_frames if gt_tracks else entry.num_frames
-    fit_tracks = [f.window(0, t_len) for f in fit_tracks]  # pose4d's tracks are compact
-    fit_joints = [body.pose_track(f).joints[:, BODY_JOINTS] for f in fit_tracks]  # pose each once
-    errs = []
-    for g in gt_tracks:
-        gj = body.pose_track(g).joints[:, BODY_JOINTS]
-        best = np.inf
-        for f, fj in zip(fit_tracks, fit_joints):
-            both = g.valid & f.valid
-            if both.sum() == 0:
-                continue
-            d_root = np.linalg.norm(gj[both, 0] - fj[both, 0], axis=-1).mean()
-            if d_root < best:
-                best = d_root
-                err = mpjpe_mm(fj[both], gj[both], root=0)
-        if np.isfinite(best):
-            errs.append(err)
-    return float(np.mean(errs)) if errs else float("nan")
+    return matched_mpjpe(gt_tracks, fit_tracks, gt_tracks[0].num_frames if gt_tracks else entry.num_frames)

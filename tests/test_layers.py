@@ -37,7 +37,7 @@ HALVES = ("anonymizer", "training", "shared")
 #: with its reason, or import something else)
 MODEL_EDGES = {
     # anonymizer
-    "pose": {"body", "geometry", "align"},
+    "pose": {"body", "geometry", "align", "metrics"},  # metrics: pose4d's MPJPE against the ground truth
     "segment": set(),
     "inpaint": {"segment", "align"},  # segment: mask helpers (as_bool)
     "compose": {"inpaint", "segment"},
