@@ -1,7 +1,7 @@
 """Stage ``segment``: the person mask q, tight, streamed over windows of frames.
 
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
-by ``grow`` pixels (the safety margin; ``auto``: 2% of the people's median box height, 2..8 px),
+by ``grow`` pixels (the safety margin; ``auto``: ``segment.grow_frac`` of the people's median box height, models/anonymizer/segment/margins.py),
 feathered; the lowest ``contact_band`` of each person blob (feet) is grown by ``contact_frac`` of its
 height (at most ``contact_max`` px) instead. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
 (64) frames (someone standing still) get ``static_grow`` more pixels in that block, in each frame
