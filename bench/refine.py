@@ -410,7 +410,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--video", help="a real video: its centre square, resized to --size, replaces the random crop")
     parser.add_argument("--seam", action="store_true", help="add the frame-to-frame differences at window seams")
     parser.add_argument("--static", action="store_true",
-                        help="one frame repeated (of --video, else random) and noise shared by all frames (seams)")
+                        help="one frame repeated (of --video, else random) and noise shared by all frames")
+    parser.add_argument("--shared-noise", action="store_true",
+                        help="noise shared by all frames (seams: the video's own motion, no per-frame noise)")
     parser.add_argument("--autocast-check", choices=["bfloat16", "float16"],
                         help="instead of timing: one noise prediction in fp32 and under CPU autocast, compared")
     parser.add_argument("--out", help="write the JSON result here too")
@@ -445,7 +447,8 @@ def main(argv: list[str] | None = None) -> None:
             video = np.random.default_rng(0).integers(0, 256, (args.frames, args.size, args.size, 3), dtype=np.uint8)
         video = np.repeat(video[:1], args.frames, axis=0)
     latents: list[torch.Tensor] = []
-    with frame_shared_noise() if args.static else nullcontext(), capture_final_latents(latents, args.seam):
+    shared = args.static or args.shared_noise
+    with frame_shared_noise() if shared else nullcontext(), capture_final_latents(latents, args.seam):
         result = bench_refine(
             weights,
             frames=args.frames,
