@@ -191,6 +191,11 @@ def seam_report(output: np.ndarray, schedule: list[list[int]]) -> dict[str, Any]
     edges = sorted({w[-1] for w in contiguous if w[-1] < len(steps)} | {w[0] - 1 for w in contiguous if w[0] > 0})
     inside = [t for t in range(len(steps)) if t not in edges]
     median_inside = float(np.median(steps[inside])) if inside else float("nan")
+
+    def neighbours(t: int) -> float:  # the pairs up to 2 away that are no edge: the video's own motion there
+        near = [u for u in range(t - 2, t + 3) if u != t and 0 <= u < len(steps) and u not in edges]
+        return float(np.median(steps[near])) if near else float("nan")
+
     return {
         "frame_step_mad": [float(f"{x:.4g}") for x in steps],
         "edge_pairs": edges,
@@ -198,6 +203,7 @@ def seam_report(output: np.ndarray, schedule: list[list[int]]) -> dict[str, Any]
         "edge_mad": [float(f"{steps[t]:.4g}") for t in edges],
         "inside_median_mad": float(f"{median_inside:.4g}"),
         "edge_over_inside": [round(float(steps[t]) / median_inside, 3) for t in edges],
+        "edge_over_neighbours": [round(float(steps[t]) / neighbours(t), 3) for t in edges],
     }
 
 
