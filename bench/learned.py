@@ -264,7 +264,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", help="write the JSON result here too")
     args = parser.parse_args(argv)
-    weights = args.weights or os.environ.get("ANONYMASK_WEIGHTS")
+    from anonymask.core.paths import weights_root
+
+    weights = args.weights or (str(weights_root()) if weights_root() else None)
     if args.build_random:
         if not (Path(args.build_random) / "propainter" / "propainter.pth").is_file():
             build_random_learned_weights(args.build_random)
