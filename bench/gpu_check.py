@@ -307,7 +307,7 @@ def run_section(name: str, result: Path, work: Path, tiny: bool) -> int:
 def machine() -> dict[str, Any]:
     import torch
 
-    from anonymask.bench.harness import machine as bench_machine
+    from anonymask.bench.common import machine as bench_machine
     from anonymask.core.compat import ensure_torchvision
 
     ensure_torchvision()  # on a CPU-only torch, torchvision needs the project's shim first

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from anonymask.bench.harness import NTU60_ASSUMED_FRAMES, NTU60_VIDEOS
+from anonymask.bench.common import NTU60_ASSUMED_FRAMES, NTU60_VIDEOS
 
 #: Dataset sizes (given) and what we assume about them (marked). ``persons``: people refined per
 #: frame (Rend.+Diff refines one tubelet per person).

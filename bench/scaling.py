@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         over = {"ingest": {"max_side": args.max_side}} if args.max_side else {}
         res = {"size": [w, h], "minutes": args.minutes, "ingest_overrides": over,
                **measure_ingest_verify(video, work, over, guard_gb=args.guard_gb)}
-    from anonymask.bench.harness import machine
+    from anonymask.bench.common import machine
 
     res["machine"] = machine()
     res["started"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t0))

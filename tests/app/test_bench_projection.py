@@ -3,7 +3,7 @@ with its assumptions in the output (the numbers in docs/BENCHMARKS.md come from 
 
 import pytest
 
-from anonymask.bench.harness import NTU60_VIDEOS, ntu60_projection
+from anonymask.bench.common import NTU60_VIDEOS, ntu60_projection
 
 
 def test_projection_is_videos_times_frames_times_cost_over_workers():
