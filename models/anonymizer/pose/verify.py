@@ -1,6 +1,6 @@
 """Tracks that are people: evidence over a raw track's life, and a pass that keeps or rejects it.
 
-The landmark model hallucinates bodies on clutter (a bench, a motorcycle, a shelf). Found once by
+The landmark model hallucinates bodies on clutter (furniture, vehicles, shelves). Found once by
 a scan or the full-frame detector, such a track is then followed by region tracking or held in
 place for as long as the clutter stays, which on a long video is most of it. A person who stands
 still is followed and held the same way, so "it does not move" alone cannot tell them apart.

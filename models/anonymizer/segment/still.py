@@ -66,8 +66,8 @@ class StillRegions:
         """``prob`` of frames a0.. raised to just above the threshold on its block's still region,
         in each frame on the parts of it where someone is in that frame (``present`` (n,H,W) bool:
         the frame's own mask; None: every part in every frame). A part is not added to the frames
-        before its person came or after they left (there it would be a hole with no avatar on it:
-        the audit's erased finding on bikes.mp4 at a shot's first frame, before a track began)."""
+        before its person came or after they left (there it would be a hole with no avatar on it,
+        which the audit fails as an erased person; docs/RESULTS.md names the clip)."""
         out = prob
         for k in range(a0 // self.block, (a0 + len(prob) - 1) // self.block + 1):
             reg = self.region(k, read)
