@@ -546,7 +546,7 @@ def stage_backend(stage: str, settings: StageSettings | dict[str, Any], **runtim
     if isinstance(settings, StageSettings):
         settings = settings.to_dict()
     be = get_backend(stage, settings["backend"])
-    return be.create({k: settings[k] for k in be.settings.model_fields}, **runtime)
+    return be.create(_own(be, settings), **runtime)
 
 
 def hashed_settings(stage: str, settings: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ checks the source), so this table is the whole list.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
@@ -20,34 +20,51 @@ from anonymask.core.errors import SettingsError
 PREFIX = "ANONYMASK_"
 
 
+def _why(reason: str):
+    """A field with its one-line reason (what :func:`describe` lists)."""
+    return field(metadata={"why": reason})
+
+
 @dataclass(frozen=True)
 class Environment:
     """The variables (field ``x`` is ``$ANONYMASK_X``); ``None``: unset."""
 
-    data: Path
-    """Where data lives: raw/<dataset>/, stores/<dataset>.zarr, runs/, exports/, logs/ (default ./data)."""
-    weights: Path | None
-    """The one folder every weight-backed model loads from (docs/WEIGHTS.md); unset: offline backends only."""
-    log_dir: Path | None
-    """The run log's folder (default $ANONYMASK_DATA/logs)."""
-    cache: Path | None
-    """Derived files kept between runs, e.g. the procedural body model (default ~/.cache/anonymask)."""
-    smplh_dir: Path | None
-    """A folder with the licensed SMPL-H files; unset: the procedural body model."""
-    cpu_threads: int | None
-    """Threads one landmark-model call may use (the Dask runner sets it to the cores per worker)."""
-    max_video_side: int
-    """Longest video side accepted before decoding (default 8192): a bigger one is refused, not decoded."""
-    render_aa: Literal["auto", "on", "off"]
-    """Avatar anti-aliasing: auto (only on hardware GL), on or off."""
-    run_id: str
-    """A name for this run, written into each claim it takes, so a claim left behind names its run."""
-    api_lost_s: float | None
-    """Seconds without an answer from the Prefect API's /health before `make serve` gives up."""
-
-
-def _path(raw: str) -> Path:
-    return Path(raw)
+    data: Path = _why(
+        "Where data lives: raw/<dataset>/, stores/<dataset>.zarr, runs/, exports/, logs/ (default "
+        "./data)."
+    )
+    weights: Path | None = _why(
+        "The one folder every weight-backed model loads from (docs/WEIGHTS.md); unset: offline "
+        "backends only."
+    )
+    log_dir: Path | None = _why(
+        "The run log's folder (default $ANONYMASK_DATA/logs)."
+    )
+    cache: Path | None = _why(
+        "Derived files kept between runs, e.g. the procedural body model (default "
+        "~/.cache/anonymask)."
+    )
+    smplh_dir: Path | None = _why(
+        "A folder with the licensed SMPL-H files; unset: the procedural body model."
+    )
+    cpu_threads: int | None = _why(
+        "Threads one landmark-model call may use (the Dask runner sets it to the cores per "
+        "worker)."
+    )
+    max_video_side: int = _why(
+        "Longest video side accepted before decoding (default 8192): a bigger one is refused, not "
+        "decoded."
+    )
+    render_aa: Literal["auto", "on", "off"] = _why(
+        "Avatar anti-aliasing: auto (only on hardware GL), on or off."
+    )
+    run_id: str = _why(
+        "A name for this run, written into each claim it takes, so a claim left behind names its "
+        "run."
+    )
+    api_lost_s: float | None = _why(
+        "Seconds without an answer from the Prefect API's /health before `make serve` gives up."
+    )
 
 
 def _positive_int(raw: str) -> int:
@@ -77,11 +94,11 @@ def _switch(raw: str) -> str:
 
 #: field -> (parse, value when unset)
 _READ = {
-    "data": (_path, None),  # resolved below: ./data
-    "weights": (_path, None),
-    "log_dir": (_path, None),
-    "cache": (_path, None),
-    "smplh_dir": (_path, None),
+    "data": (Path, None),  # resolved below: ./data
+    "weights": (Path, None),
+    "log_dir": (Path, None),
+    "cache": (Path, None),
+    "smplh_dir": (Path, None),
     "cpu_threads": (_positive_int, None),
     "max_video_side": (_positive_int, 8192),
     "render_aa": (_switch, "auto"),
@@ -113,13 +130,5 @@ def environment() -> Environment:
 
 
 def describe() -> list[tuple[str, str]]:
-    """(variable, reason) for every field, for docs and ``anonymask config env``."""
-    import ast
-    import inspect
-
-    doc: dict[str, str] = {}
-    body = ast.parse(inspect.getsource(Environment)).body[0].body
-    for node, nxt in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            doc[node.target.id] = str(nxt.value.value)
-    return [(variable(f.name), doc.get(f.name, "")) for f in fields(Environment)]
+    """(variable, reason) for every field: the table in docs/ARCHITECTURE.md (a test keeps them equal)."""
+    return [(variable(f.name), f.metadata["why"]) for f in fields(Environment)]
