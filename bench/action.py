@@ -8,13 +8,13 @@ mark, so run each configuration in a fresh process for clean CPU numbers).
 
 from __future__ import annotations
 
-import resource
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from anonymask.bench.common import peak_rss_gb
 from anonymask.models.training.action.clips import ClipDataset
 from anonymask.models.training.action.feature_cache import build_feature_cache
 from anonymask.models.training.action.mvit import build_action_model
@@ -26,7 +26,7 @@ from anonymask.models.training.action.trainer import Trainer
 def _peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return peak_rss_gb() * 1024
 
 
 def bench_epoch(

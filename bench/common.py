@@ -6,9 +6,25 @@ import it instead of each other.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import resource
+from pathlib import Path
 from typing import Any
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far (GiB; ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def emit(result: dict[str, Any], out: str | None) -> None:
+    """A benchmark's JSON result on stdout, and into ``out`` when given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")
 
 
 def machine() -> dict[str, Any]:

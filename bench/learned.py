@@ -16,7 +16,6 @@ the heads then run on as many people as their caps allow, the costly case.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from anonymask.bench.refine import peak_rss_gb
+from anonymask.bench.common import emit, peak_rss_gb
 
 
 def build_random_learned_weights(root: str | os.PathLike, seed: int = 0, raft: str = "things",
@@ -275,10 +274,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("give --weights, --build-random or $ANONYMASK_WEIGHTS")
     result = bench_learned(weights, args.video or sample_video(), frames=args.frames,
                            max_side=args.max_side or None, device=args.device, only=tuple(args.only.split(",")))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

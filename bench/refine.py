@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from anonymask.bench.common import emit, peak_rss_gb
 from anonymask.core.compat import ensure_torchvision
 from anonymask.models.anonymizer.refine.tiny import (
     BOS,
@@ -149,13 +150,6 @@ def build_full_size_random_weights(
         text_encoder=text_encoder,
         scheduler=PNDMScheduler(**sd15_scheduler_config()),
     )
-
-
-def peak_rss_gb() -> float:
-    """This process's peak resident memory so far (GiB; ru_maxrss is in KiB on Linux)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def real_crop(path: str | os.PathLike, frames: int, size: int, start: int = 0) -> np.ndarray:
@@ -481,10 +475,7 @@ def main(argv: list[str] | None = None) -> None:
         result["seams_latents"] = seam_report(latents[-1][0].transpose(0, 1).float().numpy(), schedule)
         if args.out:
             np.save(Path(args.out).with_suffix(".npy"), out)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":
