@@ -267,6 +267,9 @@ class SegmentSettings(StageSettings):
     contact_max: int = Field(12, ge=0, description="px: the feet's margin at most (a near person's huge feet)")
     feather: float = Field(2.0, ge=0.0)
     box_fill: bool = False
+    fallback_box_fill: bool = Field(True, description="a person drawn as a neutral avatar in their box (seen too "
+                                    "briefly to pose, or a fit that disagreed with their box) has no known body "
+                                    "shape: their whole box is removed in every frame they have one")
     box_margin: float = Field(0.15, ge=0.0, le=1.0)
     avatar_in_hole: bool = False
     static_grow: int = Field(4, ge=0)

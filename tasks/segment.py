@@ -10,7 +10,8 @@ still person's outline. Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
-there), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
+there), every frame's box of a person drawn as a neutral avatar in their box (``fallback_box_fill``:
+no fitted body says where they are not), or every person's box with ``box_fill: true``. One feathered mask per track (the hole
 pixels nearest to that person's instance mask or avatar) for reintegration.
 
 A video with cuts is segmented shot by shot (``shots``, from ingest): unflicker and the
@@ -33,6 +34,7 @@ import contextlib
 import numpy as np
 
 from anonymask.config.stages import SegmentSettings
+from anonymask.models.anonymizer.pose.records import Kind
 from anonymask.models.anonymizer.pose.verify import REJECTED_TRACK
 from anonymask.models.anonymizer.segment.boxes import window_box_masks
 from anonymask.models.anonymizer.segment.margins import grow_pixels
@@ -79,6 +81,9 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     if boxes is not None:
         fill = np.ones(boxes.shape[:2], bool) if cfg.box_fill else (
             entry.read("pose/gap") if entry.has_array("pose/gap") else np.zeros(boxes.shape[:2], bool))
+        if cfg.fallback_box_fill and entry.has_array("pose/kinds"):
+            fill = fill.copy()
+            fill[np.asarray(entry.read("pose/kinds"))[: len(fill)] == Kind.FALLBACK_BOX] = True
     grow_px = grow_pixels(cfg, boxes)  # segment.grow, "auto" resolved from the people's size
     contact = (cfg.contact_band, cfg.contact_frac, cfg.contact_max)
     has_gt = entry.has_array("gt/person_mask")

@@ -553,3 +553,43 @@ def test_instance_labels_map_to_posed_tracks():
     out = lut_map(labels, np.array([2, -1, 0, 1], np.int32))
     assert out.dtype == np.int32
     assert out.tolist() == [[-1, 2, -1], [0, 1, 1]]
+
+
+def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized, tmp_path):
+    """A neutral avatar in a box (``Kind.FALLBACK_BOX``: seen too briefly to pose, or a fit that
+    reached far past the person's box) says nothing about where the body is not: segment removes
+    that person's whole box in every frame they have one (``segment.fallback_box_fill``); a posed
+    person's hole is their mask, and nothing else changes."""
+    import shutil
+
+    from anonymask.models.anonymizer.pose.records import Kind
+    from anonymask.storage.tracks import read_spans
+    from anonymask.tasks import segment
+
+    url = str(tmp_path / "k.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    person = e.read("gt/person_mask")  # the ground-truth pose backend keeps no boxes: the person's box
+    n = int(read_spans(e, "render/track_masks").shape[0])
+    boxes = np.full((n, len(person), 4), np.nan, np.float32)
+    for t, m in enumerate(person):
+        ys, xs = np.nonzero(m)
+        if len(ys):
+            boxes[0, t] = (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+    e.write_array("pose/boxes", boxes, frame_chunked=False)
+    holes = {}
+    for kind, fill in ((Kind.POSED, True), (Kind.FALLBACK_BOX, True), (Kind.FALLBACK_BOX, False)):
+        kinds = np.full(boxes.shape[0], int(Kind.POSED), np.int8)
+        kinds[0] = int(kind)
+        e.write_array("pose/kinds", kinds, frame_chunked=False)
+        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "fallback_box_fill": fill}})
+        with e.stage("segment", backend="test") as w:
+            segment.run(e, stage_settings("segment", cfg["segment"]), w)
+        holes[(kind, fill)] = e.read("person_hole")
+    posed, boxed = holes[(Kind.POSED, True)], holes[(Kind.FALLBACK_BOX, True)]
+    np.testing.assert_array_equal(holes[(Kind.FALLBACK_BOX, False)], posed)
+    assert not (posed & ~boxed).any() and (boxed & ~posed).any()
+    for t in np.nonzero(np.isfinite(boxes[0, :, 0]))[0]:
+        x0, y0, x1, y1 = (int(round(v)) for v in boxes[0, t])
+        inner = boxed[t, max(y0, 0) + 1 : y1 - 1, max(x0, 0) + 1 : x1 - 1]
+        assert inner.size and inner.all(), t

@@ -30,6 +30,7 @@ from anonymask.models.anonymizer.pose.fallback import box_track
 from anonymask.models.anonymizer.pose.fit import FitConfig
 from anonymask.models.anonymizer.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
 from anonymask.models.anonymizer.pose.link import link_tracks
+from anonymask.models.anonymizer.pose.plausible import fit_disagrees, reach_past_box
 from anonymask.models.anonymizer.pose.records import Kind, Person, PoseDiagnostics
 from anonymask.models.anonymizer.pose.settings import FitSettings, MediapipePoseSettings
 from anonymask.models.shared.body.tracks import Camera, SMPLHTrack
@@ -162,7 +163,8 @@ def fit_people(people: list[Person], rest_joints: np.ndarray, camera: Camera, se
     """Pass 5: a person seen in at least ``confirm.min_visible_frames`` frames (capped at the
     video's length) is posed: SMPL-H fitted to their landmarks over their span, everyone in a few
     batched optimisations instead of one each (the fixed cost of a step is most of a short fit).
-    Anyone seen more briefly still gets an avatar: a neutral one fitted into their box
+    Anyone seen more briefly, or (``fit.check_reach``) whose fit reaches far past their box
+    (models/anonymizer/pose/plausible.py), still gets an avatar: a neutral one fitted into their box
     (``Kind.FALLBACK_BOX``), never only erased. A posed avatar stays on screen through the frames
     the person was detected or bridged. Track ids are the people's indices."""
     need = max(1, min(int(settings.confirm.min_visible_frames), t_len))
@@ -176,10 +178,13 @@ def fit_people(people: list[Person], rest_joints: np.ndarray, camera: Camera, se
                                                                     settings.fit.batch_frames))}
     del to_fit
     for k, p in enumerate(people):  # compact at once: one whole-video track at a time
-        if k not in fitted:
+        tr, terms = fitted.pop(k, (None, {}))
+        if tr is not None and settings.fit.check_reach:  # a fit far past the person's box (plausible.py)
+            reach = reach_past_box(tr, p.boxes, p.frames_seen, rest_joints, camera)
+            p.fit_failed = fit_disagrees(reach, settings.fit.max_reach, settings.fit.max_reach_share)
+        if tr is None or p.fit_failed:
             p.kind, p.track = Kind.FALLBACK_BOX, box_track(p.boxes, camera, _body(), k, anchor="body").compact()
             continue
-        tr, terms = fitted.pop(k)
         tr.track_id = k
         tr.valid = np.isfinite(p.boxes[:, 0])
         p.kind, p.track, p.reproj = Kind.POSED, tr.compact(), terms.get("reproj", float("nan"))
@@ -221,10 +226,12 @@ def assemble(people: list[Person], n_raw: int, rejected: set[int], camera: Camer
     for k, p in enumerate(people):
         lut[p.raw_ids] = k
     diag.people = [(p.kind, len(p.frames_seen), p.reproj) for p in people]
+    diag.fits_failed = sum(p.fit_failed for p in people)
     diag.detections = dict(disc.sources)
     scanner = getattr(disc, "scanner", None)
     if scanner is not None:  # what the landmark-model scan cost (its calls dominate pose4d's time)
         diag.scan_count, diag.scan_calls, diag.scan_skipped = scanner.scans, scanner.calls, scanner.skipped
+        diag.scan_unchanged = scanner.unchanged_skipped
     res = PoseResult([p.track for p in people], camera, np.stack([p.boxes for p in people]).astype(np.float32),
                      diag.metrics(), report=diag)
     res.instance_track = lut

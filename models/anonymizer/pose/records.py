@@ -30,6 +30,7 @@ class Person:
     kind: Kind = Kind.POSED
     track: object | None = None  # SMPLHTrack: full length until bridged, then compact
     reproj: float = float("nan")  # the fit's reprojection term (posed people)
+    fit_failed: bool = False  # fitted, but the body reached far past their box: given the box avatar
     #: (kp2d, conf, world) over their span and the span (first, last + 1): the fit's input, dropped
     #: once fitted
     landmarks: tuple | None = None
@@ -47,6 +48,8 @@ class PoseDiagnostics:
     scan_count: int | None = None  # the landmark-model scan's passes, calls and skipped regions
     scan_calls: int | None = None
     scan_skipped: int | None = None
+    scan_unchanged: int | None = None  # looks not repeated on pixels that had not changed since
+    fits_failed: int = 0  # fits that disagreed with the person's box (models/anonymizer/pose/plausible.py)
     shots: int | None = None
     verify_rejected: int | None = None  # raw tracks the verification pass dropped (None: pass off)
     verify_rejected_frames: int | None = None  # their frames
@@ -54,11 +57,11 @@ class PoseDiagnostics:
 
     def merge(self, other: PoseDiagnostics) -> None:
         """Add a later shot's diagnostics (its people numbered on after these)."""
-        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded"):
+        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded", "fits_failed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
-        for name in ("scan_count", "scan_calls", "scan_skipped", "verify_rejected", "verify_rejected_frames"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
         self.people.extend(other.people)
@@ -68,6 +71,7 @@ class PoseDiagnostics:
         kinds = [k for k, _, _ in self.people]
         out = {"linked_tracks": float(self.linked_tracks), "faces_rejected": float(self.faces_rejected),
                "parts_yielded": float(self.parts_yielded), "avatars_yielded": float(self.avatars_yielded),
+               "fits_failed": float(self.fits_failed),
                "unconfirmed_tracks": float(kinds.count(Kind.FALLBACK_BOX)),
                "fallback_tracks": float(sum(k != Kind.POSED for k in kinds)),
                "face_tracks": float(kinds.count(Kind.FALLBACK_FACE))}
@@ -76,7 +80,7 @@ class PoseDiagnostics:
             if kind == Kind.POSED:
                 out[f"track{i}_reproj"] = float(reproj)
         out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
-        for name in ("scan_count", "scan_calls", "scan_skipped", "shots", "verify_rejected", "verify_rejected_frames"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "shots", "verify_rejected", "verify_rejected_frames"):
             if getattr(self, name) is not None:
                 out[name] = float(getattr(self, name))
         return out

@@ -42,18 +42,42 @@ of the unchanged regions only a ``1/rotate`` share, which moves on after every r
 ``GRID_PHASES x rotate`` scans. A scan the caller asks to be ``full`` (someone was lost) looks at the
 whole grid. (A rotating share without the change test, measured earlier on the hard cases, missed
 a person walking across for the whole video.) ``rotate`` 1 looks at the whole grid every time.
+
+A look is not repeated on the same pixels (``skip_unchanged``): where a region of a grid phase was
+looked at and the model saw no body there, or only one the checks turned down, that region is
+skipped on later scans of the same phase until its pixels change (the change test above, against
+the pixels of that look). The model and the checks give the same answer on the same pixels, so a
+repeat can only differ by noise below the change test; on a long still scene those repeats were
+half of the scan's calls and started tracks on clutter (docs/RESULTS.md). A look that found
+someone, or stopped at someone already found (that depends on who is known, not on the pixels), is
+always repeated: a person lost later must be found again there.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from enum import Enum
 
 import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.pose.people import Detection, box_iou, known_person, mask_overlap
 from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
+
+
+class Look(Enum):
+    """What one look at a region came to. ``EMPTY`` and ``TURNED_DOWN`` depend only on the pixels
+    (and the settings): the same pixels give them again, so such a look need not be repeated."""
+
+    EMPTY = "empty"  # no body (person flag below first_flag)
+    KNOWN = "known"  # the body is someone already found (depends on who is known)
+    TURNED_DOWN = "turned_down"  # a body the refinement, the shape test or the second opinion rejected
+    FOUND = "found"
+
+    @property
+    def repeatable(self) -> bool:
+        return self in (Look.KNOWN, Look.FOUND)
 
 
 @dataclass
@@ -163,7 +187,11 @@ class PoseScanner:
         self.anchor_shift, self.anchor_jitter = s.anchor_shift, s.anchor_jitter
         self.change_tol, self.change_min = s.change_tol, s.change_min
         self._last: np.ndarray | None = None  # the last scan's frame, grey at 1/4 size (change gating)
+        self.skip_unchanged = s.skip_unchanged
+        # (phase, cell index, frame size) -> its pixels (grey, 1/4 size) at a look that saw nobody
+        self._unproductive: dict[tuple[int, int, tuple[int, int]], np.ndarray] = {}
         self.skipped = 0
+        self.unchanged_skipped = 0  # looks not repeated on unchanged pixels (skip_unchanged)
         self.anchored = 0
         self.scans = 0
         self.calls = 0
@@ -265,30 +293,35 @@ class PoseScanner:
     def _candidate(self, frame: np.ndarray, roi, taken: list[Detection], min_combined: float | None,
                    min_aspect: float) -> Detection | None:
         """The person the landmark model finds from ``roi`` (flag, refinement, evidence), or None."""
+        return self._look(frame, roi, taken, min_combined, min_aspect)[0]
+
+    def _look(self, frame: np.ndarray, roi, taken: list[Detection], min_combined: float | None,
+              min_aspect: float) -> tuple[Detection | None, Look]:
+        """:meth:`_candidate` with what the look came to (:class:`Look`)."""
         self.calls += 1
         d0, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
         if d0 is None or flag < self.first_flag:
-            return None
+            return None, Look.EMPTY
         if known_person(d0, taken):  # the region holds (part of) someone already found
-            return None
+            return None, Look.KNOWN
         d = self._refined(frame, nxt, d0)
         if d is None or d.score < self.min_score:
-            return None
+            return None, Look.TURNED_DOWN
         if known_person(d, taken):  # someone already found (people may overlap: masks, not boxes)
-            return None
+            return None, Look.KNOWN
         bw, bh = float(d.box[2] - d.box[0]), float(d.box[3] - d.box[1])
         if bh < min_aspect * bw or (min_aspect > 0 and not _plausible_body(d, frame.shape[0])):
             self.rejected += 1
-            return None
+            return None, Look.TURNED_DOWN
         if self.evidence is not None:
             ev = self.evidence(frame, d)
             ok = self.evidence.ok(ev, min_combined)
             self.last_evidence.append((d.box.copy(), ev, ok))
             if not ok:
                 self.rejected += 1
-                return None
+                return None, Look.TURNED_DOWN
         d.source = "scan"
-        return d
+        return d, Look.FOUND
 
     def cells(self, frame: np.ndarray, full: bool = False) -> list[tuple[float, float, float]]:
         """The (cx, cy, side) regions of the next scan (see the module docstring), which this call
@@ -318,14 +351,29 @@ class PoseScanner:
         be clear (``scan_combined``) and the body upright-ish (``min_aspect``: box height >= 0.9 x
         width, legs not much shorter than the torso; lying people are left to the full-frame
         detector)."""
+        phase = self.scans % GRID_PHASES
+        index = {c: i for i, c in enumerate(self.grid(*frame.shape[:2], self.scans))}
         cells = self.cells(frame, full)
+        small = _small_grey(frame) if self.skip_unchanged else None
         self.last_evidence = []
         known = list(known)
         found: list[Detection] = []
         for cx, cy, side in cells:
             if any(_inside((cx, cy), d.box) for d in known + found):
                 continue
-            d = self._candidate(frame, (cx, cy, side, 0.0), known + found, self.scan_combined, self.min_aspect)
+            key = (phase, index[(cx, cy, side)], frame.shape[:2])
+            if small is not None:
+                pixels = _cell_pixels(small, (cx, cy, side))
+                before = self._unproductive.get(key)
+                if before is not None and not _pixels_changed(pixels, before, self.change_tol, self.change_min):
+                    self.unchanged_skipped += 1
+                    continue
+            d, look = self._look(frame, (cx, cy, side, 0.0), known + found, self.scan_combined, self.min_aspect)
+            if small is not None:
+                if look.repeatable:
+                    self._unproductive.pop(key, None)
+                else:
+                    self._unproductive[key] = pixels
             if d is None:
                 continue
             # one person found twice by the scan (upper body, then whole body): keep the larger
@@ -382,13 +430,34 @@ def _changed_cells(small: np.ndarray | None, last: np.ndarray | None, cells, tol
     ii = cv2.integral(moved)
     hs, ws = small.shape
     out = []
-    for cx, cy, side in cells:
-        r = side / (2 * CHANGE_SCALE)
-        x0, x1 = int(np.clip((cx / CHANGE_SCALE) - r, 0, ws)), int(np.clip((cx / CHANGE_SCALE) + r, 0, ws))
-        y0, y1 = int(np.clip((cy / CHANGE_SCALE) - r, 0, hs)), int(np.clip((cy / CHANGE_SCALE) + r, 0, hs))
+    for cell in cells:
+        x0, y0, x1, y1 = _cell_bounds(cell, (hs, ws))
         n = int(ii[y1, x1] - ii[y0, x1] - ii[y1, x0] + ii[y0, x0])
         out.append(n >= max(2.0, min_share * max(1, (x1 - x0) * (y1 - y0))))
     return out
+
+
+def _cell_bounds(cell: tuple[float, float, float], shape: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) of a (cx, cy, side) region on the 1/CHANGE_SCALE grey frame of ``shape``."""
+    cx, cy, side = cell
+    hs, ws = shape
+    r = side / (2 * CHANGE_SCALE)
+    x0, x1 = int(np.clip((cx / CHANGE_SCALE) - r, 0, ws)), int(np.clip((cx / CHANGE_SCALE) + r, 0, ws))
+    y0, y1 = int(np.clip((cy / CHANGE_SCALE) - r, 0, hs)), int(np.clip((cy / CHANGE_SCALE) + r, 0, hs))
+    return x0, y0, x1, y1
+
+
+def _cell_pixels(small: np.ndarray, cell: tuple[float, float, float]) -> np.ndarray:
+    x0, y0, x1, y1 = _cell_bounds(cell, small.shape[:2])
+    return small[y0:y1, x0:x1].copy()
+
+
+def _pixels_changed(now: np.ndarray, before: np.ndarray, tol: float, min_share: float) -> bool:
+    """The change test of :func:`_changed_cells` between two copies of one region."""
+    if now.shape != before.shape:
+        return True
+    n = int((np.abs(now.astype(np.int16) - before.astype(np.int16)) > tol).sum())
+    return n >= max(2.0, min_share * max(1, now.size))
 
 
 def _centre(box: np.ndarray) -> tuple[float, float]:

@@ -124,6 +124,9 @@ class ScanSettings(PassSettings):
     change_tol: float = Field(12.0, ge=0.0, description="grey levels: a region's pixels changed since the last scan")
     change_min: float = Field(0.002, ge=0.0, le=1.0, description="share of a region's pixels that must have changed "
                                                                  "for it to be looked at again")
+    skip_unchanged: bool = Field(True, description="do not repeat a look that saw nobody (or a body the checks turned "
+                                                   "down) until the region's pixels change: the same pixels give the "
+                                                   "same answer, repeats on still clutter only let noise start tracks")
 
 
 class EvidenceSettings(PassSettings):
@@ -196,6 +199,16 @@ class FitSettings(PassSettings):
                                                   "reprojection (followed closely, their depth turns limbs)")
     batch_frames: int = Field(2048, ge=1, description="padded frames fitted in one optimisation (memory of one "
                                                       "long track; shorter tracks share the steps' fixed cost)")
+    check_reach: bool = Field(False, description="give the box avatar to a person whose fit reaches far past their "
+                                                 "box (plausible.py); off: such an avatar covered pixels a held "
+                                                 "mask missed on the 60-s clip, and without it they showed "
+                                                 "(docs/RESULTS.md, 2026-11-26 15:10)")
+    max_reach: float = Field(0.5, ge=0.0, description="box heights the fitted body joints may reach past the "
+                                                     "person's box inside the frame (a limb the landmarks missed); "
+                                                     "models/anonymizer/pose/plausible.py")
+    max_reach_share: float = Field(0.5, gt=0.0, le=1.0, description="share of a person's seen frames past max_reach "
+                                                                   "that fails the fit: they get the box avatar, not "
+                                                                   "a body larger than what was seen")
 
 
 class BridgeSettings(PassSettings):
