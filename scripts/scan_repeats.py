@@ -32,12 +32,11 @@ class RepeatLog:
     def __init__(self):
         self.looks = self.repeats = self.calls = self.repeat_calls = 0
         self.hits: list[list] = []  # [frame, box, at a repeat?]
-        self.nobody: dict[tuple, np.ndarray] = {}  # (phase, cell index, frame size) -> pixels at that look
+        self.nobody: dict[tuple, np.ndarray] = {}  # (phase, (cx, cy, side), frame size) -> pixels at that look
         self.t = 0
 
     def scan(self, sc: S.PoseScanner, frame: np.ndarray, known=(), full: bool = False):
         phase = sc.scans % S.GRID_PHASES
-        index = {c: i for i, c in enumerate(sc.grid(*frame.shape[:2], sc.scans))}
         cells = sc.cells(frame, full)
         small = S._small_grey(frame)
         sc.last_evidence = []
@@ -45,7 +44,7 @@ class RepeatLog:
         for cell in cells:
             if any(S._inside(cell[:2], d.box) for d in known + found):
                 continue
-            key = (phase, index[cell], frame.shape[:2])
+            key = (phase, cell, frame.shape[:2])
             pixels = S._cell_pixels(small, cell)
             before = self.nobody.get(key)
             repeat = before is not None and not S._pixels_changed(pixels, before, sc.change_tol, sc.change_min)

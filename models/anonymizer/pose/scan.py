@@ -188,8 +188,8 @@ class PoseScanner:
         self.change_tol, self.change_min = s.change_tol, s.change_min
         self._last: np.ndarray | None = None  # the last scan's frame, grey at 1/4 size (change gating)
         self.skip_unchanged = s.skip_unchanged
-        # (phase, cell index, frame size) -> its pixels (grey, 1/4 size) at a look that saw nobody
-        self._unproductive: dict[tuple[int, int, tuple[int, int]], np.ndarray] = {}
+        # (phase, (cx, cy, side), frame size) -> the region's pixels (grey, 1/4 size) at a look that saw nobody
+        self._unproductive: dict[tuple, np.ndarray] = {}
         self.skipped = 0
         self.unchanged_skipped = 0  # looks not repeated on unchanged pixels (skip_unchanged)
         self.anchored = 0
@@ -352,7 +352,6 @@ class PoseScanner:
         width, legs not much shorter than the torso; lying people are left to the full-frame
         detector)."""
         phase = self.scans % GRID_PHASES
-        index = {c: i for i, c in enumerate(self.grid(*frame.shape[:2], self.scans))}
         cells = self.cells(frame, full)
         small = _small_grey(frame) if self.skip_unchanged else None
         self.last_evidence = []
@@ -361,7 +360,7 @@ class PoseScanner:
         for cx, cy, side in cells:
             if any(_inside((cx, cy), d.box) for d in known + found):
                 continue
-            key = (phase, index[(cx, cy, side)], frame.shape[:2])
+            key = (phase, (cx, cy, side), frame.shape[:2])  # a phase's grid is fixed for a frame size
             if small is not None:
                 pixels = _cell_pixels(small, (cx, cy, side))
                 before = self._unproductive.get(key)
