@@ -212,8 +212,9 @@ declare_stage(StageDeclaration(
     layout_version=2,
     # 2: still people found by the anchored scan (issue 8b) and a person found late behind someone
     # held before (``bridge_before_late_start``); 3: a face is explained only by an avatar head on
-    # it, not by any person's box around it (a close-up's face was left to the fill)
-    privacy_version=3,
+    # it, not by any person's box around it (a close-up's face was left to the fill); 4: the region
+    # around a face that a body's avatar explains is removed with that body (faces.explained_regions)
+    privacy_version=4,
 ))
 
 

@@ -5,6 +5,8 @@ in a few frames that no person explains (models/anonymizer/pose/faces.py) and th
 becomes a person of its own: their segmentation region is painted as a new raw id (removed) and
 a neutral avatar anchored on the face covers them (``Kind.FALLBACK_FACE``). Bodies the landmark
 model drew on that same person yield their avatar to the face avatar where they lie on them.
+A face that a body's avatar does explain is still a person seen: the segmentation region around
+it is removed with that body (``explained_regions``), whatever shape the landmark model gave it.
 Every value comes from :class:`~anonymask.models.anonymizer.pose.settings.FaceSettings`.
 """
 
@@ -21,7 +23,9 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
                     next_raw_id: int, paint_frame, settings: FaceSettings, diag: PoseDiagnostics) -> None:
     """Append a face person for every confirmed unexplained face (in place on ``people``; raw ids
     from ``next_raw_id`` on; ``paint_frame(t, detection, raw id)`` draws their region, may be
-    None). ``people``' tracks are compact (bridged) here. ``body``: () -> the body model."""
+    None). ``people``' tracks are compact (bridged) here. ``body``: () -> the body model.
+    With ``settings.explained_regions``, the region around a face that a person's avatar explains
+    is painted as that person's (:func:`paint_explained_regions`)."""
     from anonymask.models.anonymizer.pose.faces import (
         FaceBodyMask,
         FaceFinder,
@@ -29,14 +33,16 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
         unexplained_faces,
     )
     from anonymask.models.anonymizer.pose.fallback import box_track
-    from anonymask.models.anonymizer.pose.people import Detection
 
     every = settings.every
+    n_bodies = len(people)
     person_boxes = np.stack([p.boxes for p in people]) if people else np.full((0, t_len, 4), np.nan, np.float32)
     heads = avatar_heads([p.track for p in people], rest_joints, camera, t_len) if settings.heads else None
     finder = FaceFinder(settings.min_score, settings.upscale_below)
-    face_tracks = unexplained_faces(read_frames, t_len, person_boxes, finder=finder, settings=settings, heads=heads)
-    masker = FaceBodyMask(settings.mask_threshold) if face_tracks else None
+    explained_by: dict | None = {} if settings.explained_regions and paint_frame is not None else None
+    face_tracks = unexplained_faces(read_frames, t_len, person_boxes, finder=finder, settings=settings, heads=heads,
+                                    explained_by=explained_by)
+    masker = FaceBodyMask(settings.mask_threshold) if face_tracks or explained_by else None
     rid = next_raw_id
     for ft in face_tracks:
         if not masker.confirms(read_frames, ft, settings.confirm_samples, settings.confirm_min_prob):
@@ -49,22 +55,62 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
             ts = present[a : a + 64]
             frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
             for t in ts:
-                m = masker(frames[t - ts[0]], fb[t])
-                ys, xs = np.nonzero(m >= settings.mask_threshold)
-                x0, y0, x1, y1 = xs.min(), ys.min(), xs.max() + 1, ys.max() + 1
-                body_boxes[t] = (x0, y0, x1, y1)
+                m, body_boxes[t] = _face_region(masker, frames[t - ts[0]], fb[t], settings.mask_threshold)
                 if settings.parts_yield:
                     diag.parts_yielded += yield_parts_to_face(people, int(t), m, body_boxes[t], fb[t],
                                                               frames[t - ts[0]], finder, settings)
                 if paint_frame is not None:
-                    d = Detection(np.array([x0, y0, x1, y1], np.float32), np.zeros((33, 2), np.float32),
-                                  np.zeros(33, np.float32), np.zeros((33, 3), np.float32),
-                                  m[y0:y1, x0:x1].copy(), (int(x0), int(y0), int(x1), int(y1)), 1.0, "face")
-                    paint_frame(int(t), d, rid)
+                    paint_frame(int(t), _region_detection(m, body_boxes[t]), rid)
         track = box_track(fb, camera, body(), len(people), anchor="face").compact()
         people.append(Person([rid], sorted(ft.boxes), body_boxes, np.zeros(t_len, bool), Kind.FALLBACK_FACE, track))
         rid += 1
         diag.avatars_yielded += yield_to_face(people, len(people) - 1, fb, settings.yield_iou)
+    if explained_by:
+        diag.face_regions += paint_explained_regions(people[:n_bodies], explained_by, read_frames, t_len, masker,
+                                                     paint_frame, settings)
+
+
+def paint_explained_regions(people: list[Person], explained_by: dict, read_frames, t_len: int, masker, paint_frame,
+                            settings: FaceSettings) -> int:
+    """A face seen is a person, whoever's avatar explains it: the connected segmentation region
+    around each face that ``people[j]``'s avatar explains (``explained_by[j]``, a
+    :class:`~anonymask.models.anonymizer.pose.faces.FaceTrack`, seen at least
+    ``settings.min_detections`` times, gaps of up to ``2 x settings.every`` frames bridged) is painted
+    as person j's (removed with them) in every frame where they are present. Where the landmark model
+    drew a body over a close-up (lying across the head and shoulders), its own mask missed most of
+    the person, whose shirt was then left in the output and copied into the fill (docs/RESULTS.md).
+    Returns the frames painted."""
+    painted = 0
+    for j, ft in sorted(explained_by.items()):
+        if len(ft.boxes) < settings.min_detections or not people[j].raw_ids:
+            continue
+        fb = fill_gaps(ft.box_array(t_len), 2 * settings.every)[0]
+        present = np.nonzero(np.isfinite(fb[:, 0]) & np.isfinite(people[j].boxes[:, 0]))[0]
+        rid = people[j].raw_ids[0]
+        for a in range(0, len(present), 64):
+            ts = present[a : a + 64]
+            frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
+            for t in ts:
+                m, box = _face_region(masker, frames[t - ts[0]], fb[t], settings.mask_threshold)
+                paint_frame(int(t), _region_detection(m, box), rid)
+                painted += 1
+    return painted
+
+
+def _face_region(masker, frame: np.ndarray, face: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """The person around a face (``masker``'s probability map) and its box (x0, y0, x1, y1)."""
+    m = masker(frame, face)
+    ys, xs = np.nonzero(m >= threshold)
+    return m, np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float32)
+
+
+def _region_detection(m: np.ndarray, box: np.ndarray):
+    """A detection that paints region ``m`` (full-frame probability map) within ``box``."""
+    from anonymask.models.anonymizer.pose.people import Detection
+
+    x0, y0, x1, y1 = (int(v) for v in box)
+    return Detection(np.asarray(box, np.float32), np.zeros((33, 2), np.float32), np.zeros(33, np.float32),
+                     np.zeros((33, 3), np.float32), m[y0:y1, x0:x1].copy(), (x0, y0, x1, y1), 1.0, "face")
 
 
 def yield_to_face(people: list[Person], f: int, face_boxes: np.ndarray, min_iou: float) -> int:

@@ -103,48 +103,62 @@ def avatar_heads(tracks, rest_joints: np.ndarray, camera, t_len: int) -> np.ndar
 
 def head_covers(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None = None,
                 min_cover: float = 0.4, min_width: float = 0.4) -> bool:
-    """Some track's avatar stands for this face: its head (boxes of :func:`avatar_heads` in this
-    frame) is at least ``min_width`` of the face's width, and it covers at least ``min_cover`` of
-    the face box or (``boxes``: the tracks' person boxes, same order) the track's box holds the
-    face's centre (a person-sized avatar whose fit put the head a little off the face: the face is
-    removed with its person and the avatar stands for them). A box around the face with a small
-    avatar in it is not enough: a spurious body fitted small into a close-up's box "explained"
-    the face, which was then left to the background fill instead of an avatar (docs/RESULTS.md)."""
+    """Some track's avatar stands for this face (:func:`covering_track` finds which)."""
+    return covering_track(face, heads, boxes, min_cover, min_width) >= 0
+
+
+def covering_track(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None = None,
+                   min_cover: float = 0.4, min_width: float = 0.4) -> int:
+    """The index of the first track whose avatar stands for this face, or -1: its head (boxes of
+    :func:`avatar_heads` in this frame) is at least ``min_width`` of the face's width, and it covers
+    at least ``min_cover`` of the face box or (``boxes``: the tracks' person boxes, same order) the
+    track's box holds the face's centre (a person-sized avatar whose fit put the head a little off
+    the face: the face is removed with its person and the avatar stands for them). A box around the
+    face with a small avatar in it is not enough: a spurious body fitted small into a close-up's box
+    "explained" the face, which was then left to the background fill instead of an avatar
+    (docs/RESULTS.md)."""
     fw, fh = float(face[2] - face[0]), float(face[3] - face[1])
     if fw <= 0 or fh <= 0:
-        return False
+        return -1
     for k, b in enumerate(heads):
         if not np.all(np.isfinite(b)) or (b[2] - b[0]) < min_width * fw:
             continue
         iw = min(face[2], b[2]) - max(face[0], b[0])
         ih = min(face[3], b[3]) - max(face[1], b[1])
         if iw > 0 and ih > 0 and iw * ih >= min_cover * fw * fh:
-            return True
+            return k
         if boxes is not None and explained(face, [boxes[k]], grow=0.0):
-            return True
-    return False
+            return k
+    return -1
 
 
 def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> bool:
     """The face's centre lies inside some person's box (grown by ``grow`` of its size)."""
+    return holding_box(box, person_boxes, grow) >= 0
+
+
+def holding_box(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> int:
+    """The index of the first person box (grown by ``grow`` of its size) that holds the face's
+    centre, or -1."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    for b in person_boxes:
+    for k, b in enumerate(person_boxes):
         if not np.all(np.isfinite(b)):
             continue
         gx, gy = grow * (b[2] - b[0]), grow * (b[3] - b[1])
         if b[0] - gx <= cx <= b[2] + gx and b[1] - gy <= cy <= b[3] + gy:
-            return True
-    return False
+            return k
+    return -1
 
 
 def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: FaceFinder, settings: FaceSettings,
-                      heads: np.ndarray | None) -> list[FaceTrack]:
+                      heads: np.ndarray | None, explained_by: dict[int, FaceTrack] | None) -> list[FaceTrack]:
     """Face tracks (boxes on every ``settings.every``-th frame, gaps bridged by the caller) of faces
     that no person explains, seen at least ``settings.min_detections`` times; a track continues
     over up to ``settings.track_gap`` missed detections. ``heads`` (N,T,4, :func:`avatar_heads`, the tracks of ``person_boxes``):
     explained only where a person-sized avatar head is on the face or in a box around it
-    (:func:`head_covers`); without it, where a person's box (``person_boxes`` (N,T,4), NaN where
-    absent) holds the face's centre. ``read(a, b)`` gives frames."""
+    (:func:`covering_track`); without it, where a person's box (``person_boxes`` (N,T,4), NaN where
+    absent) holds the face's centre. ``read(a, b)`` gives frames. ``explained_by`` (None: not
+    collected) receives, per person index, the faces that person explains (the largest per frame)."""
     every, window, max_gap = settings.every, settings.read_frames, settings.track_gap
     tracks: list[FaceTrack] = []
     for a in range(0, t_len, window):
@@ -156,7 +170,14 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
             pb = [person_boxes[j, t] for j in range(person_boxes.shape[0])]
             hb = None if heads is None else [heads[j, t] for j in range(heads.shape[0])]
             for box, _ in finder.detect(frames[k]):
-                if (head_covers(box, hb, pb) if hb is not None else explained(box, pb)):
+                j = covering_track(box, hb, pb) if hb is not None else holding_box(box, pb)
+                if j >= 0:
+                    if explained_by is not None:
+                        ft = explained_by.setdefault(j, FaceTrack())
+                        old = ft.boxes.get(t)
+                        if old is None or _area(box) > _area(old):
+                            ft.boxes[t] = box
+                            ft.last_t = t
                     continue
                 live = [tr for tr in tracks if t - tr.last_t <= max_gap * every]
                 best = max(live, key=lambda tr: box_iou(tr.boxes[tr.last_t], box), default=None)
@@ -166,6 +187,10 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
                 best.boxes[t] = box
                 best.last_t = t
     return [tr for tr in tracks if len(tr.boxes) >= settings.min_detections]
+
+
+def _area(box: np.ndarray) -> float:
+    return float(max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1]))
 
 
 class FaceBodyMask:

@@ -44,6 +44,7 @@ class PoseDiagnostics:
     faces_rejected: int = 0  # face tracks the segmentation did not confirm as a person's
     parts_yielded: int = 0  # body-frames not drawn: a part of a face person
     avatars_yielded: int = 0  # body-frames not drawn: the face person's own body
+    face_regions: int = 0  # frames where the region around a face a body explains was removed with that body
     detections: dict[str, int] = field(default_factory=dict)  # per source (frame, scan, hold, ...)
     scan_count: int | None = None  # the landmark-model scan's passes, calls and skipped regions
     scan_calls: int | None = None
@@ -57,7 +58,8 @@ class PoseDiagnostics:
 
     def merge(self, other: PoseDiagnostics) -> None:
         """Add a later shot's diagnostics (its people numbered on after these)."""
-        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded", "fits_failed"):
+        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded", "face_regions",
+                     "fits_failed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
@@ -71,6 +73,7 @@ class PoseDiagnostics:
         kinds = [k for k, _, _ in self.people]
         out = {"linked_tracks": float(self.linked_tracks), "faces_rejected": float(self.faces_rejected),
                "parts_yielded": float(self.parts_yielded), "avatars_yielded": float(self.avatars_yielded),
+               "face_regions": float(self.face_regions),
                "fits_failed": float(self.fits_failed),
                "unconfirmed_tracks": float(kinds.count(Kind.FALLBACK_BOX)),
                "fallback_tracks": float(sum(k != Kind.POSED for k in kinds)),

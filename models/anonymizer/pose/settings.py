@@ -259,6 +259,10 @@ class FaceSettings(PassSettings):
     part_cover: float = Field(0.72, ge=0.0, le=1.0, description="share of a body's box that is the face person's "
                                                                 "segmentation for it to be a part of them")
     part_height: float = Field(0.6, gt=0.0, description="largest part height as a share of the face person's")
+    explained_regions: bool = Field(
+        True, description="a face that a body's avatar explains also has its person's segmentation region "
+                          "(the connected selfie-mask region around the face) removed with that body: the "
+                          "landmark model's mask of a body drawn over a close-up can miss most of the person")
 
 
 class MediapipePoseSettings(PassSettings):

@@ -33,10 +33,12 @@ def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carpho
     assert score > 0.8 and 40 < (box[0] + box[2]) / 2 < 130
     t_len = len(carphone)
     none = np.full((0, t_len, 4), np.nan, np.float32)
-    tracks = unexplained_faces(lambda a, b: carphone[a:b], t_len, none, finder=_finder(), settings=EVERY_FRAME, heads=None)
+    tracks = unexplained_faces(lambda a, b: carphone[a:b], t_len, none, finder=_finder(), settings=EVERY_FRAME,
+                               heads=None, explained_by=None)
     assert len(tracks) == 1 and len(tracks[0].boxes) >= 3
     around = np.tile(np.array([0, 0, 176, 144], np.float32), (1, t_len, 1))
-    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, around, finder=_finder(), settings=EVERY_FRAME, heads=None) == []
+    assert unexplained_faces(lambda a, b: carphone[a:b], t_len, around, finder=_finder(), settings=EVERY_FRAME,
+                             heads=None, explained_by=None) == []
     assert explained(box, [np.array([0, 0, 176, 144])]) and not explained(box, [np.array([0, 0, 20, 20])])
     m = FaceBodyMask(S.mask_threshold)(f, box) >= 0.5
     x0, y0, x1, y1 = box.astype(int)
@@ -93,9 +95,9 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
     assert not head_covers(face, [tiny])
     # the face search: not explained with the small body's head, explained with the face avatar's
     assert len(unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan),
-                                 finder=_finder(), settings=EVERY_FRAME, heads=heads[1:])) == 1
+                                 finder=_finder(), settings=EVERY_FRAME, heads=heads[1:], explained_by=None)) == 1
     assert unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan),
-                             finder=_finder(), settings=EVERY_FRAME, heads=heads[:1]) == []
+                             finder=_finder(), settings=EVERY_FRAME, heads=heads[:1], explained_by=None) == []
 
 
 def test_a_body_of_the_face_person_yields_its_avatar_to_the_face_avatar():
