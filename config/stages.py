@@ -266,6 +266,12 @@ class SegmentSettings(StageSettings):
                                 "height (0: the same margin as everywhere); segmentation misses shoes against "
                                 "the floor and fits place feet worst")
     contact_max: int = Field(12, ge=0, description="px: the feet's margin at most (a near person's huge feet)")
+    # the hands: after the margin and the feet's, most leaked pixels left on the synthetic sets
+    # were hands (docs/RESULTS.md, "Where the leak is", 2026-11-26)
+    hand_frac: float = Field(0.1, ge=0.0, le=0.5, description="radius of a disc around each avatar's "
+                             "wrists, as a share of that person's box height (0: none): about a hand's length "
+                             "(~0.1 of stature), so the hand is inside whichever way it points; segmentation "
+                             "drops hands and fits place them worst")
     feather: float = Field(2.0, ge=0.0)
     box_fill: bool = False
     fallback_box_fill: bool = Field(True, description="a person drawn as a neutral avatar in their box (seen too "

@@ -3,7 +3,8 @@
 q = (person probability from pose4d >= threshold), unflickered over +-``unflicker`` frames, grown
 by ``grow`` pixels (the safety margin; ``auto``: ``segment.grow_frac`` of the people's median box height, models/anonymizer/segment/margins.py),
 feathered; the lowest ``contact_band`` of each person blob (feet) is grown by ``contact_frac`` of its
-height (at most ``contact_max`` px) instead. Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
+height (at most ``contact_max`` px) instead; a disc of ``hand_frac`` of a person's box height goes around each avatar's
+wrists (models/anonymizer/segment/hands.py). Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
 (64) frames (someone standing still) get ``static_grow`` more pixels in that block, in each frame
 where that person's own mask is (not before they came): the temporal median never sees past a
 still person's outline. Avatar silhouettes are not part of the hole
@@ -53,6 +54,7 @@ def _to_u8(alpha: np.ndarray) -> np.ndarray:
 def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.segment.backends import SegmentInputs
+    from anonymask.models.anonymizer.segment.hands import hand_discs
     from anonymask.models.anonymizer.segment.masks import build_person_masks, grow, person_mask
 
     thr, b, sigma = cfg.threshold, cfg.unflicker, cfg.feather
@@ -66,6 +68,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     has_inst = entry.has_array("pose/instances")
     lut = entry.read("pose/instance_track") if has_inst else None
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+    # each avatar's rendered joints: the hands' margin is centred on its wrists
+    hands = entry.array("render/joints2d") if cfg.hand_frac > 0 and entry.has_array("render/joints2d") else None
 
     def stored(name: str, a: int, z: int):
         if not entry.has_array(name):
@@ -98,6 +102,16 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         if fill is None:
             return p, p
         return p, np.maximum(p, window_box_masks(p.shape, boxes, a0, box_margin, fill).astype(np.float32))
+
+    def hand_margin(a0: int, a1: int) -> np.ndarray | None:
+        """The hands' discs of frames a0..a1-1 (a margin itself: added to the hole after the
+        safety margin, not grown again), where a person has a box; None when there are none."""
+        if hands is None or boxes is None:
+            return None
+        joints = np.asarray(hands[a0:a1])
+        heights = (boxes[:, a0:a1, 3] - boxes[:, a0:a1, 1]).T[:, : joints.shape[1]]
+        discs = hand_discs((a1 - a0, h, wd), joints, heights, np.isfinite(heights), cfg.hand_frac)
+        return discs if discs.any() else None
 
     def shot_windows():
         """(shot start, its still regions, window in the shot) in order. Shot by shot (ingest's
@@ -145,7 +159,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                 # would add the part a frame early, and unflicker another frame without an avatar)
                 filled = stills.apply(filled, a0 - s0, read, filled >= thr)
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
-                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact)
+                                    sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact,
+                                    extra=hand_margin(a0, a1))
             core = slice(t0 - a0, t1 - a0)
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))

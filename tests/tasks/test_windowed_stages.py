@@ -593,3 +593,49 @@ def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized
         x0, y0, x1, y1 = (int(round(v)) for v in boxes[0, t])
         inner = boxed[t, max(y0, 0) + 1 : y1 - 1, max(x0, 0) + 1 : x1 - 1]
         assert inner.size and inner.all(), t
+
+
+def test_the_hands_margin_is_in_the_hole_whatever_the_window(tiny_anonymized, tmp_path):
+    """``segment.hand_frac``: a disc of that share of the person's box height around each wrist
+    of their avatar (``render/joints2d``) is removed in every frame they have a box, the same with
+    a window of 3 frames as with the whole video; with 0, the hole is as before and smaller."""
+    import math
+    import shutil
+
+    from anonymask.models.anonymizer.segment.hands import WRISTS
+    from anonymask.storage.tracks import read_spans
+    from anonymask.tasks import segment
+
+    url = str(tmp_path / "h.zarr")
+    shutil.copytree(tiny_anonymized, url)
+    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
+    person = e.read("gt/person_mask")  # the ground-truth pose backend keeps no boxes: the person's box
+    n = int(read_spans(e, "render/track_masks").shape[0])
+    boxes = np.full((n, len(person), 4), np.nan, np.float32)
+    for t, m in enumerate(person):
+        ys, xs = np.nonzero(m)
+        if len(ys):
+            boxes[0, t] = (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+    e.write_array("pose/boxes", boxes, frame_chunked=False)
+    holes = {}
+    for frac, window in ((0.0, 16), (0.25, 16), (0.25, 3)):
+        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "hand_frac": frac, "window": window}})
+        with e.stage("segment", backend="test") as w:
+            segment.run(e, stage_settings("segment", cfg["segment"]), w)
+        holes[(frac, window)] = e.read("person_hole")
+    off, on = holes[(0.0, 16)], holes[(0.25, 16)]
+    np.testing.assert_array_equal(holes[(0.25, 3)], on)
+    assert not (off & ~on).any() and (on & ~off).any()
+    joints = e.read("render/joints2d")
+    h, w = on.shape[1:]
+    checked = 0
+    for t in np.nonzero(np.isfinite(boxes[0, :, 0]))[0]:
+        r = math.ceil(0.25 * float(boxes[0, t, 3] - boxes[0, t, 1]))
+        for wrist in WRISTS:
+            x, y = joints[t, 0, wrist]
+            if not (np.isfinite(x) and r < x < w - r - 1 and r < y < h - r - 1):
+                continue
+            cx, cy = int(round(x)), int(round(y))
+            assert on[t, cy, cx - r + 1 : cx + r].all() and on[t, cy - r + 1 : cy + r, cx].all(), t
+            checked += 1
+    assert checked

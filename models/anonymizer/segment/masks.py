@@ -280,6 +280,7 @@ def build_person_masks(
     max_distance: float | None = None,
     silhouettes_in_hole: bool = True,
     contact: tuple[float, float, int] | None = None,
+    extra: np.ndarray | None = None,
 ) -> PersonMasks:
     """segmentation (+ per-track silhouettes) -> person_mask -> unflicker -> grow -> feather, split per track.
 
@@ -289,12 +290,16 @@ def build_person_masks(
     segmentation alone: pixels under an avatar but outside the person are not inpainted (the
     avatar covers them in the output anyway), so less background is destroyed. ``contact``
     (band, frac, most px): the feet's wider margin (``contact_margin``, at least ``grow_pixels``).
+    ``extra`` (T,H,W) bool: pixels added to the hole as they are, after the margins (a margin of
+    their own, e.g. the hands' discs of hands.py: not grown again).
     """
     m = person_mask(prob, silhouettes if silhouettes_in_hole else None, threshold)
     smooth = unflicker(m, window)
     hole = grow(smooth, grow_pixels)
     if contact is not None:
         hole |= contact_margin(smooth, contact[0], contact[1], grow_pixels, contact[2])
+    if extra is not None:
+        hole |= as_bool(extra)
     alpha = feather(hole, sigma)
     tracks = np.zeros((0, *hole.shape), bool)
     if silhouettes is not None:
