@@ -17,13 +17,14 @@ import sys
 import numpy as np
 
 from anonymask.models.anonymizer.audit.leak_anatomy import DISTANCE_BINS, LeakAnatomy, distance_bin
+from anonymask.models.shared.body.tracks import JOINT_NAMES
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.audit import _gt_chunks
 
 
 def anatomy(entry) -> LeakAnatomy:
     """The anatomy of one video entry's leak (ground truth and the pipeline's outputs needed)."""
-    result = LeakAnatomy()
+    result = LeakAnatomy(JOINT_NAMES)
     hole = entry.array("person_hole")
     joints = entry.array("render/joints2d") if entry.has_array("render/joints2d") else None
     for t0, raw, out, person, bg, avatar, excused in _gt_chunks(entry):

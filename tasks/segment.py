@@ -41,9 +41,13 @@ from anonymask.models.anonymizer.segment.boxes import window_box_masks
 from anonymask.models.anonymizer.segment.margins import grow_pixels
 from anonymask.models.anonymizer.segment.still import StillRegions
 from anonymask.models.anonymizer.segment.tracks import lut_map, without_rejected
+from anonymask.models.shared.body.tracks import JOINT_NAMES
 from anonymask.storage.store import StageWriter, VideoEntry
 from anonymask.storage.tracks import TrackWriters, read_spans, read_window
 from anonymask.storage.windows import frame_windows, video_shots
+
+#: the rendered joints (``render/joints2d``, the body model's layout) the hands' discs are centred on
+WRISTS: tuple[int, ...] = (JOINT_NAMES.index("left_wrist"), JOINT_NAMES.index("right_wrist"))
 
 
 def _to_u8(alpha: np.ndarray) -> np.ndarray:
@@ -110,7 +114,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             return None
         joints = np.asarray(hands[a0:a1])
         heights = (boxes[:, a0:a1, 3] - boxes[:, a0:a1, 1]).T[:, : joints.shape[1]]
-        discs = hand_discs((a1 - a0, h, wd), joints, heights, np.isfinite(heights), cfg.hand_frac)
+        discs = hand_discs((a1 - a0, h, wd), joints, WRISTS, heights, np.isfinite(heights), cfg.hand_frac)
         return discs if discs.any() else None
 
     def shot_windows():

@@ -602,9 +602,9 @@ def test_the_hands_margin_is_in_the_hole_whatever_the_window(tiny_anonymized, tm
     import math
     import shutil
 
-    from anonymask.models.anonymizer.segment.hands import WRISTS
     from anonymask.storage.tracks import read_spans
     from anonymask.tasks import segment
+    from anonymask.tasks.segment import WRISTS
 
     url = str(tmp_path / "h.zarr")
     shutil.copytree(tiny_anonymized, url)

@@ -17,7 +17,6 @@ import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.audit.ground_truth import leaked_pixels
-from anonymask.models.shared.body.tracks import JOINT_NAMES
 
 #: upper edges (px, inclusive) of the distance bins for pixels outside the hole and the avatars
 DISTANCE_BINS: tuple[int, ...] = (1, 2, 3, 8)
@@ -52,8 +51,10 @@ def distance_bin(d: float) -> str:
 
 @dataclass
 class LeakAnatomy:
-    """Counts over the frames added so far (``add_frame``)."""
+    """Counts over the frames added so far (``add_chunk``). ``joint_names``: the names of the
+    rendered joints in ``render/joints2d`` order (the body model's layout: the caller's)."""
 
+    joint_names: tuple[str, ...]
     person_px: int = 0  # distinguishable person pixels (the audit's denominator)
     in_hole: int = 0  # person-caused leaked pixels inside the hole: the fill shows the person
     outside: int = 0  # ... outside the hole and every avatar: nothing removed them
@@ -102,18 +103,19 @@ class LeakAnatomy:
             self.by_distance.update(distance_bin(float(d)) for d in dist)
         else:
             self.by_distance["no hole or avatar"] += n_out
-        self.by_joint.update(_nearest_parts(xs, ys, joints2d))
+        self.by_joint.update(_nearest_parts(xs, ys, joints2d, self.joint_names))
 
     def worst_frames(self, k: int = 3) -> list[tuple[int, int]]:
         return sorted(self.per_frame.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def _nearest_parts(xs: np.ndarray, ys: np.ndarray, joints2d: np.ndarray | None) -> list[str]:
+def _nearest_parts(xs: np.ndarray, ys: np.ndarray, joints2d: np.ndarray | None,
+                   joint_names: tuple[str, ...]) -> list[str]:
     """The body part of the avatar joint nearest to each pixel ("no avatar" where none is drawn)."""
     if joints2d is None:
         return ["no avatar"] * len(xs)
     j = np.asarray(joints2d, np.float64).reshape(-1, 2)
-    names = [JOINT_NAMES[i % len(JOINT_NAMES)] for i in range(len(j))]
+    names = [joint_names[i % len(joint_names)] for i in range(len(j))]
     ok = np.isfinite(j).all(1) & (np.abs(j).sum(1) > 0)
     if not ok.any():
         return ["no avatar"] * len(xs)

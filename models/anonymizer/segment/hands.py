@@ -16,17 +16,13 @@ import math
 import cv2
 import numpy as np
 
-from anonymask.models.shared.body.tracks import JOINT_NAMES
 
-#: the rendered joints (``render/joints2d``) the discs are centred on
-WRISTS: tuple[int, ...] = (JOINT_NAMES.index("left_wrist"), JOINT_NAMES.index("right_wrist"))
+def hand_discs(shape: tuple[int, int, int], joints2d: np.ndarray, wrists: tuple[int, ...], heights: np.ndarray,
+               present: np.ndarray, frac: float) -> np.ndarray:
+    """(n,H,W) bool: discs of radius ``ceil(frac * height)`` around the wrists of every person present.
 
-
-def hand_discs(shape: tuple[int, int, int], joints2d: np.ndarray, heights: np.ndarray, present: np.ndarray,
-               frac: float) -> np.ndarray:
-    """(n,H,W) bool: discs of radius ``ceil(frac * height)`` around both wrists of every person present.
-
-    ``joints2d`` (n,N,J,2) the avatars' rendered joints in px (NaN where none); ``heights`` (n,N)
+    ``joints2d`` (n,N,J,2) the avatars' rendered joints in px (NaN where none), ``wrists`` the
+    indices of the wrist joints among the J (the body model's layout: the caller's); ``heights`` (n,N)
     each person's box height in px (NaN where they have no box); ``present`` (n,N) bool: the person
     is there in that frame (the segment stage: they have a box; a pose held past the track's ends
     has joints but no box, and gets no disc).
@@ -41,7 +37,7 @@ def hand_discs(shape: tuple[int, int, int], joints2d: np.ndarray, heights: np.nd
         if not math.isfinite(height) or height <= 0:
             continue
         r = max(1, math.ceil(frac * height))
-        for wrist in WRISTS:
+        for wrist in wrists:
             x, y = joints2d[k, j, wrist]
             if math.isfinite(x) and math.isfinite(y) and -r <= x < w + r and -r <= y < h + r:
                 cv2.circle(out[k], (int(round(x)), int(round(y))), r, 1, -1)

@@ -36,7 +36,7 @@ def _chunk():
 
 def test_the_leak_is_split_into_fill_and_unremoved_pixels_by_distance_and_part():
     raw, out, person, bg, avatar, excused, hole, joints = _chunk()
-    a = LeakAnatomy()
+    a = LeakAnatomy(JOINT_NAMES)
     a.add_chunk(7, raw, out, person, bg, avatar, excused, hole, joints)
     assert a.person_px == 100
     assert a.in_hole == 6  # 10 shown by the fill, 4 of them excused
@@ -53,7 +53,7 @@ def test_nothing_leaks_when_the_hole_and_avatar_cover_the_person():
     raw, out, person, bg, avatar, excused, hole, joints = _chunk()
     hole[:] = person & ~avatar
     out[hole] = 0
-    a = LeakAnatomy()
+    a = LeakAnatomy(JOINT_NAMES)
     a.add_chunk(0, raw, out, person, bg, avatar, None, hole, None)
     assert a.leaked == 0 and a.person_px == 100 and not a.by_distance
 
