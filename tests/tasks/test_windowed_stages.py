@@ -555,21 +555,16 @@ def test_instance_labels_map_to_posed_tracks():
     assert out.tolist() == [[-1, 2, -1], [0, 1, 1]]
 
 
-def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized, tmp_path):
-    """A neutral avatar in a box (``Kind.FALLBACK_BOX``: seen too briefly to pose, or a fit that
-    reached far past the person's box) says nothing about where the body is not: segment removes
-    that person's whole box in every frame they have one (``segment.fallback_box_fill``); a posed
-    person's hole is their mask, and nothing else changes."""
+def _with_person_boxes(tiny_anonymized, url):
+    """A copy of the tiny anonymized store whose first track has the ground-truth person's box in
+    every frame (the ground-truth pose backend keeps no boxes): (its video entry, the boxes)."""
     import shutil
 
-    from anonymask.models.anonymizer.pose.records import Kind
     from anonymask.storage.tracks import read_spans
-    from anonymask.tasks import segment
 
-    url = str(tmp_path / "k.zarr")
     shutil.copytree(tiny_anonymized, url)
     e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
-    person = e.read("gt/person_mask")  # the ground-truth pose backend keeps no boxes: the person's box
+    person = e.read("gt/person_mask")
     n = int(read_spans(e, "render/track_masks").shape[0])
     boxes = np.full((n, len(person), 4), np.nan, np.float32)
     for t, m in enumerate(person):
@@ -577,15 +572,33 @@ def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized
         if len(ys):
             boxes[0, t] = (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
     e.write_array("pose/boxes", boxes, frame_chunked=False)
+    return e, boxes
+
+
+def _segment_hole(e, segment_overrides):
+    """``person_hole`` after the segment stage re-run on ``e`` with these segment settings."""
+    from anonymask.tasks import segment
+
+    cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], **segment_overrides}})
+    with e.stage("segment", backend="test") as w:
+        segment.run(e, stage_settings("segment", cfg["segment"]), w)
+    return e.read("person_hole")
+
+
+def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized, tmp_path):
+    """A neutral avatar in a box (``Kind.FALLBACK_BOX``: seen too briefly to pose, or a fit that
+    reached far past the person's box) says nothing about where the body is not: segment removes
+    that person's whole box in every frame they have one (``segment.fallback_box_fill``); a posed
+    person's hole is their mask, and nothing else changes."""
+    from anonymask.models.anonymizer.pose.records import Kind
+
+    e, boxes = _with_person_boxes(tiny_anonymized, str(tmp_path / "k.zarr"))
     holes = {}
     for kind, fill in ((Kind.POSED, True), (Kind.FALLBACK_BOX, True), (Kind.FALLBACK_BOX, False)):
         kinds = np.full(boxes.shape[0], int(Kind.POSED), np.int8)
         kinds[0] = int(kind)
         e.write_array("pose/kinds", kinds, frame_chunked=False)
-        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "fallback_box_fill": fill}})
-        with e.stage("segment", backend="test") as w:
-            segment.run(e, stage_settings("segment", cfg["segment"]), w)
-        holes[(kind, fill)] = e.read("person_hole")
+        holes[(kind, fill)] = _segment_hole(e, {"fallback_box_fill": fill})
     posed, boxed = holes[(Kind.POSED, True)], holes[(Kind.FALLBACK_BOX, True)]
     np.testing.assert_array_equal(holes[(Kind.FALLBACK_BOX, False)], posed)
     assert not (posed & ~boxed).any() and (boxed & ~posed).any()
@@ -600,29 +613,12 @@ def test_the_hands_margin_is_in_the_hole_whatever_the_window(tiny_anonymized, tm
     of their avatar (``render/joints2d``) is removed in every frame they have a box, the same with
     a window of 3 frames as with the whole video; with 0, the hole is as before and smaller."""
     import math
-    import shutil
 
-    from anonymask.storage.tracks import read_spans
-    from anonymask.tasks import segment
     from anonymask.tasks.segment import WRISTS
 
-    url = str(tmp_path / "h.zarr")
-    shutil.copytree(tiny_anonymized, url)
-    e = DatasetStore.open(url).video(DatasetStore.open(url).video_ids()[0])
-    person = e.read("gt/person_mask")  # the ground-truth pose backend keeps no boxes: the person's box
-    n = int(read_spans(e, "render/track_masks").shape[0])
-    boxes = np.full((n, len(person), 4), np.nan, np.float32)
-    for t, m in enumerate(person):
-        ys, xs = np.nonzero(m)
-        if len(ys):
-            boxes[0, t] = (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
-    e.write_array("pose/boxes", boxes, frame_chunked=False)
-    holes = {}
-    for frac, window in ((0.0, 16), (0.25, 16), (0.25, 3)):
-        cfg = pipeline_config("demo", {**GT, "segment": {**GT["segment"], "hand_frac": frac, "window": window}})
-        with e.stage("segment", backend="test") as w:
-            segment.run(e, stage_settings("segment", cfg["segment"]), w)
-        holes[(frac, window)] = e.read("person_hole")
+    e, boxes = _with_person_boxes(tiny_anonymized, str(tmp_path / "h.zarr"))
+    holes = {(frac, window): _segment_hole(e, {"hand_frac": frac, "window": window})
+             for frac, window in ((0.0, 16), (0.25, 16), (0.25, 3))}
     off, on = holes[(0.0, 16)], holes[(0.25, 16)]
     np.testing.assert_array_equal(holes[(0.25, 3)], on)
     assert not (off & ~on).any() and (on & ~off).any()

@@ -18,6 +18,9 @@ from anonymask.models.anonymizer.pose.records import Kind, Person, PoseDiagnosti
 from anonymask.models.anonymizer.pose.settings import FaceSettings
 from anonymask.models.shared.geometry import fill_gaps
 
+#: frames of a face's span read at once
+_READ_BLOCK = 64
+
 
 def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: np.ndarray, camera, body,
                     next_raw_id: int, paint_frame, settings: FaceSettings, diag: PoseDiagnostics) -> None:
@@ -51,16 +54,13 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
         fb = fill_gaps(ft.box_array(t_len), 2 * every)[0]
         present = np.nonzero(np.isfinite(fb[:, 0]))[0]
         body_boxes = np.full((t_len, 4), np.nan, np.float32)
-        for a in range(0, len(present), 64):
-            ts = present[a : a + 64]
-            frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
-            for t in ts:
-                m, body_boxes[t] = _face_region(masker, frames[t - ts[0]], fb[t], settings.mask_threshold)
-                if settings.parts_yield:
-                    diag.parts_yielded += yield_parts_to_face(people, int(t), m, body_boxes[t], fb[t],
-                                                              frames[t - ts[0]], finder, settings)
-                if paint_frame is not None:
-                    paint_frame(int(t), _region_detection(m, body_boxes[t]), rid)
+        for t, frame in _frames_at(read_frames, present):
+            m, body_boxes[t] = _face_region(masker, frame, fb[t], settings.mask_threshold)
+            if settings.parts_yield:
+                diag.parts_yielded += yield_parts_to_face(people, t, m, body_boxes[t], fb[t], frame, finder,
+                                                          settings)
+            if paint_frame is not None:
+                paint_frame(t, _region_detection(m, body_boxes[t]), rid)
         track = box_track(fb, camera, body(), len(people), anchor="face").compact()
         people.append(Person([rid], sorted(ft.boxes), body_boxes, np.zeros(t_len, bool), Kind.FALLBACK_FACE, track))
         rid += 1
@@ -87,14 +87,21 @@ def paint_explained_regions(people: list[Person], explained_by: dict, read_frame
         fb = fill_gaps(ft.box_array(t_len), 2 * settings.every)[0]
         present = np.nonzero(np.isfinite(fb[:, 0]) & np.isfinite(people[j].boxes[:, 0]))[0]
         rid = people[j].raw_ids[0]
-        for a in range(0, len(present), 64):
-            ts = present[a : a + 64]
-            frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
-            for t in ts:
-                m, box = _face_region(masker, frames[t - ts[0]], fb[t], settings.mask_threshold)
-                paint_frame(int(t), _region_detection(m, box), rid)
-                painted += 1
+        for t, frame in _frames_at(read_frames, present):
+            m, box = _face_region(masker, frame, fb[t], settings.mask_threshold)
+            paint_frame(t, _region_detection(m, box), rid)
+            painted += 1
     return painted
+
+
+def _frames_at(read_frames, present: np.ndarray):
+    """(t, frame) for each frame index in ``present`` (sorted), read ``_READ_BLOCK`` of them at a
+    time (one read of the span they cover: memory stays one block whatever the video's length)."""
+    for a in range(0, len(present), _READ_BLOCK):
+        ts = present[a : a + _READ_BLOCK]
+        frames = read_frames(int(ts[0]), int(ts[-1]) + 1)
+        for t in ts:
+            yield int(t), frames[t - ts[0]]
 
 
 def _face_region(masker, frame: np.ndarray, face: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
