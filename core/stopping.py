@@ -19,8 +19,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 GRACE_S: float = 6.0
 """Seconds the main thread gets to record the crashed state before the process exits regardless.
@@ -75,15 +76,17 @@ def _importing(frame) -> bool:
     return False
 
 
-def _redeliver_after_import(signum: int) -> None:
-    """Send ``signum`` to the main thread again once it has left the import it is in."""
+def _redeliver_after_import(signum: int, ours: bool = True) -> None:
+    """Send ``signum`` to the main thread again once it has left the import it is in (``ours``:
+    the redelivered signal is marked so that ``_handler`` does not count it as a second one)."""
     main = threading.main_thread().ident
 
     def wait_then_signal() -> None:
         while _importing(sys._current_frames().get(main)):
             threading.Event().wait(0.05)
-        with _lock:
-            _stopping["redelivered"] = True
+        if ours:
+            with _lock:
+                _stopping["redelivered"] = True
         signal.pthread_kill(main, signum)
 
     threading.Thread(target=wait_then_signal, daemon=True, name="anonymask-stop").start()
@@ -107,6 +110,26 @@ def _handler(signum: int, frame) -> None:
         _redeliver_after_import(signum)
         return
     raise KeyboardInterrupt  # unwinds the main thread through Prefect's crash handling
+
+
+def import_safe(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
+    """``handler``, but a signal that lands inside an import is handled once the import is over.
+
+    Why: a Prefect flow run replaces the SIGTERM handler with its own, which raises at once; one
+    SIGTERM during torch's import (a stage's first call) aborted ``anonymize`` with SIGABRT. The
+    flows package wraps Prefect's handler with this (see ``anonymask.flows``)."""
+    if getattr(handler, "import_safe", False):
+        return handler
+
+    def wrapped(signum: int, frame) -> Any:
+        if _importing(frame):
+            _redeliver_after_import(signum, ours=False)
+            return None
+        return handler(signum, frame)
+
+    wrapped.import_safe = True  # type: ignore[attr-defined]
+    wrapped.__wrapped__ = handler  # type: ignore[attr-defined]
+    return wrapped
 
 
 def requested() -> int | None:

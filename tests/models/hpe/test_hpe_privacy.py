@@ -116,13 +116,16 @@ def test_invariant_8_one_step_membership_from_the_update_is_at_chance(tiny_recor
 
 def test_invariant_8_psi_batch_is_independent_of_the_private_batch(tiny_records):
     train, _ = tiny_records
-    member, in_psi = [], []
+    member, in_psi, same = [], [], 0
     for t in range(40):  # the experiment's fixed seeds, then the OS's (a real run)
         records, psi, _, _ = _one_step(train, "featdp", experiment_seeds(3000 + t if t % 2 else None))
-        assert psi != records or not records  # never the same draw (12 records at q = 0.5)
+        same += bool(records) and psi == records
         for r in range(12):
             member.append(r in records)
             in_psi.append(r in psi)
+    # Two independent draws of 12 records at q = 0.5 agree with chance 2**-12: two agreements in
+    # 40 steps happen with chance 5e-5; a psi batch that reused the private draw agrees in all 40.
+    assert same <= 1, same
     acc, se = _balanced_accuracy(np.array(member), np.array(in_psi))
     assert abs(acc - 0.5) < 4 * se, (acc, se)
 
