@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(tracks_present(argv[1], argv[2])))
         return 0
     from anonymask.models.anonymizer.pose.discover import PersonDiscovery
+    from anonymask.models.anonymizer.pose.exposure import gain_table, shot_gain
     from anonymask.models.anonymizer.pose.people import get_detector
     from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
     from anonymask.models.anonymizer.pose.verify import track_evidence, verify_tracks
@@ -131,13 +132,21 @@ def main(argv: list[str] | None = None) -> int:
     det = RecordingDetector(get_detector("mediapipe"))
     disc = PersonDiscovery(det, pose.discover, pose.scan, pose.evidence, max_gap=pose.max_gap, t_len=t_len,
                            scanner=None)
+    # the shot's gain for the models, as pose4d sets it (models/anonymizer/pose/exposure.py): from
+    # frames spread over the clip, read in a first pass
+    n_all = t_len or sum(1 for _ in read_video(args.video, args.start, stop, args.max_side or None))
+    want = set(np.unique(np.linspace(0, n_all - 1, min(pose.exposure.sample_frames, n_all)).round().astype(int)))
+    picked = [f for k, f in enumerate(read_video(args.video, args.start, stop, args.max_side or None)) if k in want]
+    gain = shot_gain(np.stack(picked), pose.exposure)
+    table = gain_table(gain)
+    print(f"[evidence] exposure gain {gain:.2f}", file=sys.stderr, flush=True)
     samples: dict[int, list[tuple[int, np.ndarray]]] = {}  # track -> [(t, grey box crop 32x64)]
     n = 0
     shape = None
     src_hw = None
     for frame in read_video(args.video, args.start, stop, args.max_side or None):
         det.t = disc.t
-        disc.push(frame)
+        disc.push(frame if table is None else table[frame])
         shape = frame.shape[:2]
         if src_hw is None:
             with av.open(args.video) as c:
@@ -194,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             row["verdict"] = dataclasses.asdict(verdicts[k])
         rows.append(row)
     out = {"video": args.video, "start": args.start, "frames": t_len, "shape": list(shape), "source_shape": list(src_hw),
-           "max_side": args.max_side, "options": pose.model_dump(),
+           "max_side": args.max_side, "options": pose.model_dump(), "exposure_gain": gain,
            "sources": disc.sources, "tracks": rows,
            "tracks_per_frame": float(sum(r["frames"] for r in rows) / max(1, t_len))}
     Path(args.out).write_text(json.dumps(out, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))

@@ -110,6 +110,8 @@ def format_people(metrics: dict[str, Any]) -> str:
     if n is None:
         return "-"
     extra = [f"{int(metrics[k])} {label}" for k, label in PEOPLE_DETAILS if metrics.get(k)]
+    if float(metrics.get("exposure_gain") or 1.0) > 1.0:
+        extra.append(f"dim: seen x{float(metrics['exposure_gain']):.1f}")
     return f"{int(n)}" + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -150,7 +152,7 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     if any(format_people(row.get("metrics") or {}) != "-" for row in report["videos"]):
         out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
                    "face: face-anchored; linked: raw tracks joined into one person; not people: tracks the "
-                   "verification pass dropped)")
+                   "verification pass dropped; dim: a dim shot the person models saw brightened, by this gain)")
     if any(row.get("audit_margin") for row in report["videos"]):
         out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "
                    "0.5x: twice over the limit)")

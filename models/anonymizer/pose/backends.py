@@ -27,6 +27,7 @@ from anonymask.models.anonymizer.pose.settings import (
     ConfirmSettings,
     DiscoverSettings,
     EvidenceSettings,
+    ExposureSettings,
     FaceSettings,
     FitSettings,
     LinkSettings,
@@ -91,6 +92,7 @@ class MediapipePose:
         fit: FitSettings = FitSettings(),
         bridge: BridgeSettings = BridgeSettings(),
         faces: FaceSettings = FaceSettings(),
+        exposure: ExposureSettings = ExposureSettings(),
     ):
         """One sub-tree per pass of person discovery (models/anonymizer/pose/settings.py says what each value
         does, its unit and why; docs/RESULTS.md how the values were chosen), e.g.
@@ -99,7 +101,7 @@ class MediapipePose:
         self.detector, self.detector_options = detector, dict(detector_options or {})
         self.settings = MediapipePoseSettings(max_gap=max_gap, discover=discover, scan=scan, evidence=evidence,
                                               verify=verify, link=link, confirm=confirm, fit=fit, bridge=bridge,
-                                              faces=faces)
+                                              faces=faces, exposure=exposure)
 
     def estimate(self, io: PoseInputs) -> PoseOutput:
         from anonymask.models.anonymizer.pose.estimate import estimate_people, estimate_people_by_shot

@@ -427,6 +427,7 @@ class PersonDiscovery:
                 continue
             d0 = tr.frames[first]
             roi = roi_from_landmarks(d0.kp2d, d0.conf)
+            came_from = entry_sides(tr, first, self.settings.backfill_direction_frames)
             stop = 0 if max_frames is None else max(0, first - int(max_frames))
             t = first - 1
             while roi is not None and t >= stop:
@@ -440,7 +441,9 @@ class PersonDiscovery:
                     # else (the person half out of the frame, clutter beside them) ends the backfill
                     nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
                     if (d is None or any(same_person(o, d) for o in others)
-                            or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)):
+                            or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)
+                            or (nxt_box is not None and left_entry_border(d.box, nxt_box, came_from,
+                                                                          frames[k].shape[:2], self.settings.edge))):
                         roi = None
                         break
                     d.source = "back"
@@ -482,6 +485,34 @@ class PersonDiscovery:
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)
+
+
+def entry_sides(tr: _Track, first: int, frames: int) -> np.ndarray:
+    """Which borders (left, top, right, bottom) a late track's person moves away from over its
+    first ``frames`` frames: the sides they may have come in through. From the box edges' motion:
+    moving away from the left border is the box's centre moving right, and so on; a box that
+    grows downwards (someone walking towards the camera) moves away from the top."""
+    ts = [t for t in sorted(tr.frames) if t >= first][: max(2, frames)]
+    if len(ts) < 2:
+        return np.zeros(4, bool)
+    a, b = tr.frames[ts[0]].box, tr.frames[ts[-1]].box
+    cx, cy = (b[0] + b[2] - a[0] - a[2]) / 2, (b[1] + b[3] - a[1] - a[3]) / 2
+    return np.array([cx > 0, cy > 0, cx < 0, cy < 0])
+
+
+def left_entry_border(box: np.ndarray, later: np.ndarray, sides: np.ndarray, hw: tuple[int, int],
+                      edge: float) -> bool:
+    """Followed backwards, whether ``box`` left a border its person came in through: ``later`` (the
+    next frame's box) touches a side in ``sides`` (within ``edge`` of the frame), ``box`` does not.
+    A person who walked in through a border was at that border in every earlier frame they were
+    in view, so going back in time they stay on it until they are gone; a region that moved
+    inwards from there slid onto whatever stands beside the border (a followed walker's region
+    slid onto a motorcycle, and the walker's first frames were left unremoved)."""
+    h, w = hw
+    lim = (edge * w, edge * h, (1 - edge) * w, (1 - edge) * h)
+    at = (later[0] <= lim[0], later[1] <= lim[1], later[2] >= lim[2], later[3] >= lim[3])
+    now = (box[0] <= lim[0], box[1] <= lim[1], box[2] >= lim[2], box[3] >= lim[3])
+    return any(sides[k] and at[k] and not now[k] for k in range(4))
 
 
 #: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses)

@@ -9,7 +9,7 @@ Camera: principal point at the centre, focal length from an assumed horizontal f
 
 Person discovery is a sequence of named passes over :class:`~anonymask.models.anonymizer.pose.records.Person`
 records (:func:`estimate_people` reads as the list): discover, backfill, verify, associate, fit,
-bridge, faces. Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
+bridge, faces; on a dim shot they all read it brightened (models/anonymizer/pose/exposure.py). Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
 diagnostics to :class:`~anonymask.models.anonymizer.pose.records.PoseDiagnostics`.
 """
 
@@ -25,6 +25,7 @@ from anonymask.models.anonymizer.pose.bridge import (
     bridge_after_end,
     bridge_before_late_start,
 )
+from anonymask.models.anonymizer.pose.exposure import brightened
 from anonymask.models.anonymizer.pose.face_people import add_face_people
 from anonymask.models.anonymizer.pose.fallback import box_track
 from anonymask.models.anonymizer.pose.fit import FitConfig
@@ -85,6 +86,8 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     disc = discovery or PersonDiscovery(detector, settings.discover, settings.scan, settings.evidence,
                                         max_gap=settings.max_gap, t_len=t_len, scanner=None)
     diag = PoseDiagnostics()
+    read_frames, windows, diag.exposure_gain = brightened(read_frames, windows, t_len, settings.exposure)
+    diag.shots_brightened = int(diag.exposure_gain != 1.0)
     discover(disc, windows, write_window)
     if read_frames is not None and settings.discover.backfill:
         backfill(disc, read_frames, t_len, paint_frame)

@@ -52,6 +52,8 @@ class PoseDiagnostics:
     scan_unchanged: int | None = None  # looks not repeated on pixels that had not changed since
     fits_failed: int = 0  # fits that disagreed with the person's box (models/anonymizer/pose/plausible.py)
     shots: int | None = None
+    exposure_gain: float = 1.0  # the largest gain a shot was brightened by for the models (1: none)
+    shots_brightened: int = 0  # shots brightened (models/anonymizer/pose/exposure.py)
     verify_rejected: int | None = None  # raw tracks the verification pass dropped (None: pass off)
     verify_rejected_frames: int | None = None  # their frames
     people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
@@ -66,6 +68,8 @@ class PoseDiagnostics:
         for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
+        self.exposure_gain = max(self.exposure_gain, other.exposure_gain)
+        self.shots_brightened += other.shots_brightened
         self.people.extend(other.people)
 
     def metrics(self) -> dict[str, float]:
@@ -77,7 +81,8 @@ class PoseDiagnostics:
                "fits_failed": float(self.fits_failed),
                "unconfirmed_tracks": float(kinds.count(Kind.FALLBACK_BOX)),
                "fallback_tracks": float(sum(k != Kind.POSED for k in kinds)),
-               "face_tracks": float(kinds.count(Kind.FALLBACK_FACE))}
+               "face_tracks": float(kinds.count(Kind.FALLBACK_FACE)),
+               "exposure_gain": float(self.exposure_gain), "shots_brightened": float(self.shots_brightened)}
         for i, (kind, frames, reproj) in enumerate(self.people):
             out[f"track{i}_frames"] = float(frames)
             if kind == Kind.POSED:

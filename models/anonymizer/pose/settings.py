@@ -2,7 +2,7 @@
 
 One sub-model per pass of person discovery (models/anonymizer/pose/estimate.py): ``discover`` (detect and
 follow, frame by frame), ``link``, ``confirm``, ``fit``, ``bridge`` (hold and extend past a track's
-ends) and ``faces``. Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
+ends), ``faces`` and ``exposure`` (what the models see of a dim shot). Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
 and passed down whole; the passes and the classes they build take every value from here and have
 no defaults of their own (tests/models/pose/test_pose_settings.py checks that), so a test that
 calls a pass runs the configuration production runs.
@@ -89,6 +89,11 @@ class DiscoverSettings(PassSettings):
                                              "person came in")
     backfill_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU that stops a backwards follow on "
                                                                  "another track (it reached someone else)")
+    backfill_direction_frames: int = Field(
+        5, ge=2, description="frames from a late track's start whose motion says which border its person came in "
+                             "through; followed backwards, a box that leaves that border inwards ends the follow "
+                             "(the bridge then carries them out of the frame): a fifth of a second, enough to see "
+                             "a walk's direction, short enough that a turn later does not count")
 
 
 class ScanSettings(PassSettings):
@@ -265,6 +270,35 @@ class FaceSettings(PassSettings):
                           "landmark model's mask of a body drawn over a close-up can miss most of the person")
 
 
+class ExposureSettings(PassSettings):
+    """Dim shots brightened for the person models, one gain per shot (models/anonymizer/pose/exposure.py);
+    the video itself is never changed."""
+
+    enabled: bool = Field(True, description="False: the models see the frames as they are (the behaviour before)")
+    percentile: float = Field(
+        99.0, ge=50.0, le=100.0,
+        description="luminance percentile that stands for a shot's brightness: the bright end of the picture, "
+                    "which exposure puts near the top of the range, and which one lamp or a small white "
+                    "shirt does not move")
+    dim_below: float = Field(
+        128.0, ge=0.0, le=255.0,
+        description="grey levels (0-255): a shot whose percentile luminance is below this is brightened; its "
+                    "brightest pixels sit under mid-grey, a stop or more under what auto-exposure gives "
+                    "(real footage of the sample set reads 201-255, generated footage 152-238)")
+    target: float = Field(
+        200.0, gt=0.0, le=255.0,
+        description="grey levels a dim shot's percentile luminance is brought to: the lowest value of the real "
+                    "footage the models already work on, so no shot is brightened past normal footage")
+    max_gain: float = Field(
+        4.0, ge=1.0,
+        description="largest gain (two stops): past it sensor noise and compression blocks grow as large as "
+                    "the picture, and the models find people in noise")
+    sample_frames: int = Field(
+        16, ge=1,
+        description="frames evenly spaced over a shot that set its gain: the whole shot, not its first "
+                    "frames, so a dark opening does not decide")
+
+
 class MediapipePoseSettings(PassSettings):
     """The whole tree (what ``MediapipePose`` is built from)."""
 
@@ -279,6 +313,7 @@ class MediapipePoseSettings(PassSettings):
     fit: FitSettings = FitSettings()
     bridge: BridgeSettings = BridgeSettings()
     faces: FaceSettings = FaceSettings()
+    exposure: ExposureSettings = ExposureSettings()
 
 
 #: settings of the flat layout before 2026-11-26 -> where they are now (a clear error names the new key)

@@ -8,7 +8,7 @@ import pytest
 
 from anonymask.config.stages import validate_stage
 from anonymask.core.errors import SettingsError
-from anonymask.models.anonymizer.pose import bridge, estimate, face_people, faces, scan
+from anonymask.models.anonymizer.pose import bridge, estimate, exposure, face_people, faces, scan
 from anonymask.models.anonymizer.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
 from anonymask.models.anonymizer.pose.link import link_tracks
 from anonymask.models.anonymizer.pose.settings import RENAMED, MediapipePoseSettings, PassSettings
@@ -21,7 +21,7 @@ PASSES = [
     face_people.yield_to_face, face_people.yield_parts_to_face, link_tracks, add_limbs,
     PersonDiscovery.__init__, OnlineTracker.__init__, faces.unexplained_faces, faces.FaceFinder.__init__,
     faces.FaceBodyMask.__init__, faces.FaceBodyMask.confirms, scan.PoseScanner.__init__, scan.PersonEvidence.__init__,
-    scan.PersonEvidence.ok,
+    scan.PersonEvidence.ok, exposure.brightened, exposure.shot_gain, exposure.sample_frames,
 ]
 
 
