@@ -284,7 +284,7 @@ class ExposureSettings(PassSettings):
         128.0, ge=0.0, le=255.0,
         description="grey levels (0-255): a shot whose percentile luminance is below this is brightened; its "
                     "brightest pixels sit under mid-grey, a stop or more under what auto-exposure gives "
-                    "(real footage of the sample set reads 201-255, generated footage 152-238)")
+                    "(real footage of the sample set reads 201-255, generated footage 151-238)")
     target: float = Field(
         200.0, gt=0.0, le=255.0,
         description="grey levels a dim shot's percentile luminance is brought to: the lowest value of the real "
