@@ -13,16 +13,14 @@ import sys
 
 import numpy as np
 
-from anonymask.models.anonymizer.pose.exposure import shot_gain
+from anonymask.models.anonymizer.pose.exposure import luminance_level, sample_frames, shot_gain
 from anonymask.models.anonymizer.pose.settings import ExposureSettings
 from anonymask.storage.store import DatasetStore
 from anonymask.storage.video_io import read_frames
 
-LUMA = np.array([0.299, 0.587, 0.114], np.float32)
-
 
 def report(name: str, frames: np.ndarray, settings: ExposureSettings) -> None:
-    p = np.percentile(frames.astype(np.float32) @ LUMA, [50, 95, settings.percentile])
+    p = [luminance_level(frames, q) for q in (50, 95, settings.percentile)]
     print(f"{name:50s} p50 {p[0]:6.1f}  p95 {p[1]:6.1f}  p{settings.percentile:g} {p[2]:6.1f}  "
           f"gain {shot_gain(frames, settings):.2f}")
 
@@ -34,12 +32,10 @@ def main(argv: list[str]) -> None:
             ds = DatasetStore.open(src)
             for vid in ds.video_ids():
                 raw = ds.video(vid).array("raw")
-                idx = np.unique(np.linspace(0, raw.shape[0] - 1, min(s.sample_frames, raw.shape[0])).astype(int))
-                report(vid, np.stack([np.asarray(raw[i]) for i in idx]), s)
+                report(vid, sample_frames(lambda a, b, raw=raw: raw[a:b], raw.shape[0], s.sample_frames), s)
         else:
             f = np.asarray(read_frames(src))
-            idx = np.unique(np.linspace(0, len(f) - 1, min(s.sample_frames, len(f))).astype(int))
-            report(src, f[idx], s)
+            report(src, sample_frames(lambda a, b, f=f: f[a:b], len(f), s.sample_frames), s)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@ def inside_frame(box: np.ndarray, hw: tuple[int, int], edge: float) -> bool:
     return bool(box[0] >= edge * w and box[1] >= edge * h and box[2] <= (1 - edge) * w and box[3] <= (1 - edge) * h)
 
 
+def touching_borders(box: np.ndarray, hw: tuple[int, int], edge: float) -> np.ndarray:
+    """(4,) bool: whether the box lies within ``edge`` of the frame's size of its left, top, right
+    and bottom border (the sides :func:`inside_frame` keeps away from)."""
+    h, w = hw
+    return np.array([box[0] <= edge * w, box[1] <= edge * h, box[2] >= (1 - edge) * w, box[3] >= (1 - edge) * h])
+
+
 def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
     """Linear interpolation of a track's boxes over gaps of at most ``max_gap`` frames between
     present rows. Returns (boxes, gap (T,) bool: the rows filled)."""

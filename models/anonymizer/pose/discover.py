@@ -36,7 +36,7 @@ from anonymask.models.anonymizer.pose.people import (
     known_person as _known,
 )
 from anonymask.models.anonymizer.pose.settings import DiscoverSettings, EvidenceSettings, ScanSettings
-from anonymask.models.shared.geometry import inside_frame
+from anonymask.models.shared.geometry import inside_frame, touching_borders
 
 
 @dataclass
@@ -508,11 +508,7 @@ def left_entry_border(box: np.ndarray, later: np.ndarray, sides: np.ndarray, hw:
     in view, so going back in time they stay on it until they are gone; a region that moved
     inwards from there slid onto whatever stands beside the border (a followed walker's region
     slid onto a motorcycle, and the walker's first frames were left unremoved)."""
-    h, w = hw
-    lim = (edge * w, edge * h, (1 - edge) * w, (1 - edge) * h)
-    at = (later[0] <= lim[0], later[1] <= lim[1], later[2] >= lim[2], later[3] >= lim[3])
-    now = (box[0] <= lim[0], box[1] <= lim[1], box[2] >= lim[2], box[3] >= lim[3])
-    return any(sides[k] and at[k] and not now[k] for k in range(4))
+    return bool((sides & touching_borders(later, hw, edge) & ~touching_borders(box, hw, edge)).any())
 
 
 #: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses)

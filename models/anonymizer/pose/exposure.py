@@ -26,13 +26,18 @@ from anonymask.models.anonymizer.pose.settings import ExposureSettings
 _LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
+def luminance_level(frames: np.ndarray, percentile: float) -> float:
+    """The ``percentile`` of the frames' ((n,H,W,3) uint8) luminance, in grey levels."""
+    return float(np.percentile(frames.astype(np.float32) @ _LUMA, percentile))
+
+
 def shot_gain(frames: np.ndarray, settings: ExposureSettings) -> float:
     """The gain for a shot from some of its frames ((n,H,W,3) uint8): 1.0 unless the shot is dim
     (its ``percentile`` luminance below ``dim_below``); then what brings that percentile to
     ``target``, at most ``max_gain``."""
     if not settings.enabled or frames.size == 0:
         return 1.0
-    level = float(np.percentile(frames.astype(np.float32) @ _LUMA, settings.percentile))
+    level = luminance_level(frames, settings.percentile)
     if level >= settings.dim_below:
         return 1.0
     return float(min(settings.max_gain, settings.target / max(level, 1.0)))

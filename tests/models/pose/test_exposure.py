@@ -5,10 +5,8 @@ from the landmark model is found again."""
 import numpy as np
 import pytest
 
-from anonymask.models.anonymizer.pose.exposure import brightened, gain_table, shot_gain
+from anonymask.models.anonymizer.pose.exposure import brightened, gain_table, luminance_level, shot_gain
 from anonymask.models.anonymizer.pose.settings import ExposureSettings, MediapipePoseSettings
-
-LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
 def _dim(frames: np.ndarray, scale: float, gamma: float) -> np.ndarray:
@@ -17,7 +15,7 @@ def _dim(frames: np.ndarray, scale: float, gamma: float) -> np.ndarray:
 
 
 def _p99(frames: np.ndarray) -> float:
-    return float(np.percentile(frames.astype(np.float32) @ LUMA, 99))
+    return luminance_level(frames, 99)
 
 
 def test_well_exposed_real_footage_is_left_as_it_is(pose2sim_frames):
