@@ -30,8 +30,11 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     pixels shown), so this never removes or covers less than holding. With
     ``read_frames`` (the shot's frames; None: not available) and ``settings.follow_motion`` > 0 (grey levels), what keeps moving next to
     the walker is followed too (models/anonymizer/pose/follow.py: their legs outpaced the walk-on's box and
-    walked on past its end); for up to ``settings.follow_frames`` frames past it. In place, on the track,
-    its boxes and gaps."""
+    walked on past its end); for up to ``settings.follow_frames`` frames past it. Someone held in place
+    (``settings.follow_held``) keeps what moves at their held box, up to ``settings.held_reach`` x their
+    height past it, removed while they are held
+    (follow.py's :func:`follow_held`: a slow walker's box centre barely moves while their legs step
+    out of it). In place, on the track, its boxes and gaps."""
     edge, k, follow = settings.edge, settings.velocity_frames, settings.follow_motion
     seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
     if seen.size == 0 or seen[-1] >= len(boxes) - 1:
@@ -51,7 +54,12 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
             _repeat_pose(track, last, follow_moving(boxes, gap, last, read_frames, threshold=follow,
                                                         frames=settings.follow_frames))
         return
-    _repeat_box_and_pose(track, boxes, gap, last, slice(last + 1, min(len(boxes), last + 1 + int(frames))))
+    held = range(last + 1, min(len(boxes), last + 1 + int(frames)))
+    _repeat_box_and_pose(track, boxes, gap, last, slice(held.start, held.stop))
+    if read_frames is not None and follow > 0 and settings.follow_held:
+        from anonymask.models.anonymizer.pose.follow import follow_held
+
+        follow_held(boxes, last, held, read_frames, threshold=follow, limit=settings.held_reach)
 
 
 def bridge_before_late_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,

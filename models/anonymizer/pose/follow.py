@@ -1,4 +1,8 @@
-"""Follow what keeps moving after a walking person is lost: their legs, their back.
+"""Follow what keeps moving after a person is lost: their legs, their back.
+
+Two cases share the motion test below. A walker carried on past their last sighting
+(:func:`follow_moving`), and a person held in place because their box centre had nearly stopped
+(:func:`follow_held`: the held box grows by what moves at it, while it is held).
 
 A person leaving the frame is often seen last from the hips down (the
 landmark model let a passer-by in street footage go with legs and hips in view). No offline model here
@@ -97,6 +101,39 @@ def _lead(box: np.ndarray, way: np.ndarray) -> float:
     return max(float(x * way[0] + y * way[1]) for x in xs for y in ys)
 
 
+class _GreyFrames:
+    """Frames as small grey images, read 16 at a time and kept while ``lag`` frames back may still
+    be asked for (frame t and frame t - lag are compared)."""
+
+    def __init__(self, read_frames, t_len: int, lag: int, width: int):
+        self.read, self.t_len, self.lag, self.width = read_frames, t_len, lag, width
+        self.cache: dict[int, tuple[np.ndarray, float]] = {}
+
+    def __call__(self, t: int) -> tuple[np.ndarray, float]:
+        if t not in self.cache:
+            a = max(0, t - self.lag)
+            for k, f in enumerate(self.read(a, min(self.t_len, a + 16))):
+                g, scale = small_grey(np.asarray(f), self.width)
+                self.cache.setdefault(a + k, (g.astype(np.float32), scale))
+            for old in [k for k in self.cache if k < t - self.lag]:
+                del self.cache[old]
+        return self.cache[t]
+
+    def moved_at(self, t: int, box: np.ndarray, height: float, area: float, *, threshold: float, reach: float,
+                 min_share: float) -> np.ndarray | None:
+        """The box (full-size px) around what changed between frame t - lag and frame t next to
+        ``box`` (full-size px), the camera's motion outside it undone; None where too little moved."""
+        cur, k = self(t)
+        before, _ = self(max(0, t - self.lag))
+        small_box = box * k
+        aligned = _aligned(before, cur, small_box, reach * height * k + 8)
+        found = moving_box(aligned, cur, small_box, height * k, threshold=threshold, reach=reach,
+                           min_area=min_share * area * k * k)
+        if found is None:
+            return None
+        return np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32)
+
+
 def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *, threshold: float = 25.0,
                   frames: int = 30, lag: int = 2, reach: float = 0.15, min_share: float = 0.02,
                   max_area: float = 2.5, back: float = 0.15, width: int = 320) -> list[int]:
@@ -121,17 +158,7 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     h_img, w_img = np.asarray(read_frames(last, last + 1)[0]).shape[:2]
     end = np.clip(boxes[walk_end], 0, [w_img, h_img, w_img, h_img])
     area = max(area, float((end[2] - end[0]) * (end[3] - end[1])))
-    cache: dict[int, tuple[np.ndarray, float]] = {}
-
-    def grey(t: int) -> tuple[np.ndarray, float]:
-        if t not in cache:
-            a = max(0, t - lag)
-            for k, f in enumerate(read_frames(a, min(t_len, a + 16))):
-                g, scale = small_grey(np.asarray(f), width)
-                cache.setdefault(a + k, (g.astype(np.float32), scale))
-            for old in [k for k in cache if k < t - lag]:
-                del cache[old]
-        return cache[t]
+    grey = _GreyFrames(read_frames, t_len, lag, width)
 
     # the way they were walking: what follows them must keep going that way (its leading edge never
     # falls back by more than ``back`` x their height; what moves behind them once they left, parallax
@@ -144,15 +171,9 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     changed: list[int] = []
     prev_box = boxes[walk_end].astype(np.float32)
     for t in range(walk_end + 1, stop):
-        cur, k = grey(t)
-        before, _ = grey(max(0, t - lag))
-        small_box = prev_box * k
-        aligned = _aligned(before, cur, small_box, reach * height * k + 8)
-        found = moving_box(aligned, cur, small_box, height * k, threshold=threshold, reach=reach,
-                           min_area=min_share * area * k * k)
-        if found is None or np.isfinite(boxes[t, 0]):
+        moved = grey.moved_at(t, prev_box, height, area, threshold=threshold, reach=reach, min_share=min_share)
+        if moved is None or np.isfinite(boxes[t, 0]):
             break  # nothing moves next to them any more (or the track goes on there)
-        moved = np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32)
         if (moved[2] - moved[0]) * (moved[3] - moved[1]) > max_area * area:
             break  # more moves than a person of their size: a car, the camera; followed no further
         if _lead(moved, way) < lead - back * height:
@@ -165,3 +186,35 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
         changed.append(t)
         prev_box = moved
     return changed
+
+
+def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, threshold: float, limit: float,
+                lag: int = 2, reach: float = 0.15, min_share: float = 0.02, width: int = 320) -> list[int]:
+    """Grow a held person's removed boxes (in place) by what moves at them: over the frames
+    ``held`` (bridged with frame ``last``'s box, their last sighting), each box becomes the held box
+    joined with what changed next to the region of the frame before, as far as ``limit`` x their
+    height past the held box. A person whose box centre had almost stopped may still move their
+    legs or arms (a slow walker lost behind someone), and those move out of the held box; a
+    person who stands still, or is hidden, moves nothing there and keeps the held box. Held, they
+    are still where they were: their limbs reach no farther than about a limb's length past the
+    box they were seen in, so whatever else moves there (someone passing, a car) adds nothing past
+    that. Stops at the first frame where nothing moves there. Returns the frames whose box it grew."""
+    t_len = len(boxes)
+    ref = boxes[last].astype(np.float32)
+    if not np.all(np.isfinite(ref)) or threshold <= 0 or len(held) == 0:
+        return []
+    height = float(ref[3] - ref[1])
+    area = float((ref[2] - ref[0]) * (ref[3] - ref[1]))
+    bound = ref + np.float32(limit * height) * np.array([-1, -1, 1, 1], np.float32)
+    grey = _GreyFrames(read_frames, t_len, lag, width)
+    grown: list[int] = []
+    region = ref
+    for t in held:
+        moved = grey.moved_at(t, region, height, area, threshold=threshold, reach=reach, min_share=min_share)
+        if moved is None:
+            break  # nothing moves at them: still, or hidden
+        moved = np.concatenate([np.maximum(moved[:2], bound[:2]), np.minimum(moved[2:], bound[2:])])
+        region = np.concatenate([np.minimum(moved[:2], ref[:2]), np.maximum(moved[2:], ref[2:])])
+        boxes[t] = region
+        grown.append(t)
+    return grown

@@ -228,6 +228,11 @@ class BridgeSettings(PassSettings):
     follow_motion: float = Field(25.0, ge=0.0, description="grey levels: what keeps moving next to a person lost "
                                                            "while walking stays removed; 0: the walk-on box only")
     follow_frames: int = Field(30, ge=0, description="frames past the walk-on the moving parts are followed")
+    follow_held: bool = Field(True, description="a person held in place keeps what moves at their box removed "
+                                                "while held (a slow walker's legs leave the held box)")
+    held_reach: float = Field(0.25, ge=0.0, le=1.0, description="box heights past a held person's box that what "
+                              "moves there is still them: about a limb's length (an arm or a step out of the box "
+                              "they were seen in); whatever moves farther is someone or something else")
     start_overlap: float = Field(0.2, ge=0.0, le=1.0, description="share of a late track's first box inside "
                                                                   "someone else's: it was hidden there, so it is "
                                                                   "held before its first frame too")
