@@ -32,7 +32,7 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     the walker is followed too (models/anonymizer/pose/follow.py: their legs outpaced the walk-on's box and
     walked on past its end); for up to ``settings.follow_frames`` frames past it. Someone held in place
     (``settings.follow_held``) keeps what moves at their held box, up to ``settings.held_reach`` x their
-    height past it, removed while they are held
+    height past it, removed while they are held and the rest of the picture is still
     (follow.py's :func:`follow_held`: a slow walker's box centre barely moves while their legs step
     out of it). In place, on the track, its boxes and gaps."""
     edge, k, follow = settings.edge, settings.velocity_frames, settings.follow_motion
@@ -59,7 +59,8 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     if read_frames is not None and follow > 0 and settings.follow_held:
         from anonymask.models.anonymizer.pose.follow import follow_held
 
-        follow_held(boxes, last, held, read_frames, threshold=follow, limit=settings.held_reach)
+        follow_held(boxes, last, held, read_frames, threshold=follow, limit=settings.held_reach,
+                    still_share=settings.held_still_share)
 
 
 def bridge_before_late_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,

@@ -120,18 +120,32 @@ class _GreyFrames:
         return self.cache[t]
 
     def moved_at(self, t: int, box: np.ndarray, height: float, area: float, *, threshold: float, reach: float,
-                 min_share: float) -> np.ndarray | None:
+                 min_share: float, away_from: np.ndarray | None = None) -> tuple[np.ndarray | None, float]:
         """The box (full-size px) around what changed between frame t - lag and frame t next to
-        ``box`` (full-size px), the camera's motion outside it undone; None where too little moved."""
+        ``box`` (full-size px), the camera's motion outside it undone (None where too little moved),
+        and the share of the pixels outside ``away_from`` (full-size px; 0.0 when None) that changed."""
         cur, k = self(t)
         before, _ = self(max(0, t - self.lag))
         small_box = box * k
         aligned = _aligned(before, cur, small_box, reach * height * k + 8)
         found = moving_box(aligned, cur, small_box, height * k, threshold=threshold, reach=reach,
                            min_area=min_share * area * k * k)
+        elsewhere = 0.0 if away_from is None else changed_outside(aligned, cur, away_from * k, threshold)
         if found is None:
-            return None
-        return np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32)
+            return None, elsewhere
+        return np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32), elsewhere
+
+
+def changed_outside(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, threshold: float) -> float:
+    """Share of the pixels outside ``box`` that changed by more than ``threshold`` grey levels
+    between ``prev`` (aligned onto ``cur``; NaN where it has no pixel) and ``cur``."""
+    h, w = cur.shape
+    valid = np.isfinite(prev)
+    x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+    x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
+    valid[y0:y1, x0:x1] = False
+    n = int(valid.sum())
+    return float(((np.abs(np.nan_to_num(prev) - cur) > threshold) & valid).sum() / n) if n else 0.0
 
 
 def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *, threshold: float = 25.0,
@@ -171,7 +185,7 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     changed: list[int] = []
     prev_box = boxes[walk_end].astype(np.float32)
     for t in range(walk_end + 1, stop):
-        moved = grey.moved_at(t, prev_box, height, area, threshold=threshold, reach=reach, min_share=min_share)
+        moved, _ = grey.moved_at(t, prev_box, height, area, threshold=threshold, reach=reach, min_share=min_share)
         if moved is None or np.isfinite(boxes[t, 0]):
             break  # nothing moves next to them any more (or the track goes on there)
         if (moved[2] - moved[0]) * (moved[3] - moved[1]) > max_area * area:
@@ -189,7 +203,8 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
 
 
 def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, threshold: float, limit: float,
-                lag: int = 2, reach: float = 0.15, min_share: float = 0.02, width: int = 320) -> list[int]:
+                still_share: float, lag: int = 2, reach: float = 0.15, min_share: float = 0.02,
+                width: int = 320) -> list[int]:
     """Grow a held person's removed boxes (in place) by what moves at them: over the frames
     ``held`` (bridged with frame ``last``'s box, their last sighting), each box becomes the held box
     joined with what changed next to the region of the frame before, as far as ``limit`` x their
@@ -198,7 +213,10 @@ def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, thres
     person who stands still, or is hidden, moves nothing there and keeps the held box. Held, they
     are still where they were: their limbs reach no farther than about a limb's length past the
     box they were seen in, so whatever else moves there (someone passing, a car) adds nothing past
-    that. Stops at the first frame where nothing moves there. Returns the frames whose box it grew."""
+    that. Motion singles out their limbs only where the rest of the picture holds still: a frame in
+    which more than ``still_share`` of the pixels beyond that reach changed (a moving camera's
+    parallax, traffic) grows nothing. Stops at the first frame where nothing moves at them.
+    Returns the frames whose box it grew."""
     t_len = len(boxes)
     ref = boxes[last].astype(np.float32)
     if not np.all(np.isfinite(ref)) or threshold <= 0 or len(held) == 0:
@@ -210,9 +228,12 @@ def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, thres
     grown: list[int] = []
     region = ref
     for t in held:
-        moved = grey.moved_at(t, region, height, area, threshold=threshold, reach=reach, min_share=min_share)
+        moved, elsewhere = grey.moved_at(t, region, height, area, threshold=threshold, reach=reach,
+                                         min_share=min_share, away_from=bound)
         if moved is None:
             break  # nothing moves at them: still, or hidden
+        if elsewhere > still_share:
+            continue  # the whole picture moves: this frame's motion says nothing about them
         moved = np.concatenate([np.maximum(moved[:2], bound[:2]), np.minimum(moved[2:], bound[2:])])
         region = np.concatenate([np.minimum(moved[:2], ref[:2]), np.maximum(moved[2:], ref[2:])])
         boxes[t] = region

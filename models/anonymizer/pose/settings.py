@@ -233,6 +233,10 @@ class BridgeSettings(PassSettings):
     held_reach: float = Field(0.25, ge=0.0, le=1.0, description="box heights past a held person's box that what "
                               "moves there is still them: about a limb's length (an arm or a step out of the box "
                               "they were seen in); whatever moves farther is someone or something else")
+    held_still_share: float = Field(0.05, ge=0.0, le=1.0, description="share of the pixels beyond that reach that "
+                                    "may change in a frame (after the camera's motion is undone) for the motion at "
+                                    "a held person to be theirs: people moving in front of a still camera change "
+                                    "1-5% of a frame at a time, a moving camera's parallax or traffic more")
     start_overlap: float = Field(0.2, ge=0.0, le=1.0, description="share of a late track's first box inside "
                                                                   "someone else's: it was hidden there, so it is "
                                                                   "held before its first frame too")

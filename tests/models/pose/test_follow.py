@@ -176,7 +176,7 @@ def test_a_slow_walker_held_in_place_keeps_their_moving_legs_removed():
     held_frames = range(last + 1, last + 1 + held)
     assert not all(legs_covered(plain[t], t, speed, swing) for t in held_frames)  # the case is real
     boxes = plain.copy()
-    grown = follow_held(boxes, last, held_frames, reader(video), threshold=25.0, limit=0.25)
+    grown = follow_held(boxes, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=0.05)
     assert grown == list(held_frames)
     for t in held_frames:
         assert legs_covered(boxes[t], t, speed, swing), (t, boxes[t], legs(t, speed=speed, swing=swing))
@@ -189,7 +189,7 @@ def test_a_person_standing_still_keeps_the_held_box():
     video = np.stack([background()] * T)
     boxes = held_person(10, 12, 0.0, 0.0)
     before = boxes.copy()
-    assert follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25) == []
+    assert follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25, still_share=0.05) == []
     assert np.array_equal(boxes, before, equal_nan=True)
 
 
@@ -211,16 +211,33 @@ def test_what_moves_far_past_a_held_box_is_not_taken():
     video = np.stack(video)
     boxes = held_person(10, 12, 0.0, 0.0)
     before = boxes.copy()
-    grown = follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25)
+    grown = follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25, still_share=1.0)
     assert grown  # the van moves at them
     reach = 0.25 * (before[10][3] - before[10][1])
     for t in grown:
         assert boxes[t][0] >= before[t][0] - reach - 1e-3 and boxes[t][2] <= before[t][2] + reach + 1e-3
     assert min(boxes[t][0] for t in grown) <= before[10][0] - reach + 1  # the van reached the limit
     wide = before.copy()
-    follow_held(wide, 10, range(11, 23), reader(video), threshold=25.0, limit=1.0)
+    follow_held(wide, 10, range(11, 23), reader(video), threshold=25.0, limit=1.0, still_share=1.0)
     assert min(wide[t][0] for t in grown) < before[10][0] - reach - 5  # it moves farther than that
-    assert follow_held(before.copy(), 10, range(11, 23), reader(video), threshold=0.0, limit=0.25) == []  # 0: off
+    assert follow_held(before.copy(), 10, range(11, 23), reader(video), threshold=0.0, limit=0.25,
+                       still_share=0.05) == []  # 0: off
+
+
+def test_motion_at_a_held_box_counts_only_where_the_rest_of_the_picture_is_still():
+    """bikes.mp4, a hand-held street shot: boxes held on traffic grew with the parallax and the cars
+    in every frame. Where much of the picture beyond a held person changes (here a band of traffic
+    over the right third), what moves at them says nothing about their limbs: nothing grows."""
+    speed, swing, last, held = 1.5, 12.0, 10, 12
+    video = clip(speed=speed, swing=swing)
+    traffic = np.ascontiguousarray(background(53.0)[:, ::-1])
+    for t in range(T):
+        video[t, :, 210:] = np.roll(traffic, 10 * t, axis=1)[:, 210:]
+    held_frames = range(last + 1, last + 1 + held)
+    busy = held_person(last, held, speed, swing)
+    assert follow_held(busy, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=0.05) == []
+    assert np.array_equal(busy, held_person(last, held, speed, swing), equal_nan=True)
+    assert follow_held(busy, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=1.0)
 
 
 @pytest.mark.parametrize("on", [True, False])
