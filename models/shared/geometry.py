@@ -30,6 +30,16 @@ def touching_borders(box: np.ndarray, hw: tuple[int, int], edge: float) -> np.nd
     return np.array([box[0] <= edge * w, box[1] <= edge * h, box[2] >= (1 - edge) * w, box[3] >= (1 - edge) * h])
 
 
+def box_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The smallest box (x0, y0, x1, y1) holding both boxes."""
+    return np.concatenate([np.minimum(a[:2], b[:2]), np.maximum(a[2:], b[2:])])
+
+
+def box_intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The part of box ``a`` inside box ``b`` (inverted, x1 < x0 or y1 < y0, where they do not meet)."""
+    return np.concatenate([np.maximum(a[:2], b[:2]), np.minimum(a[2:], b[2:])])
+
+
 def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
     """Linear interpolation of a track's boxes over gaps of at most ``max_gap`` frames between
     present rows. Returns (boxes, gap (T,) bool: the rows filled)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from anonymask.models.anonymizer.pose.settings import BridgeSettings
-from anonymask.models.shared.geometry import inside_frame
+from anonymask.models.shared.geometry import box_union, inside_frame
 
 
 def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], frames: int,
@@ -150,8 +150,7 @@ def _walk_on(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, int], end
         if gone and not keep_end:
             break
         if keep_end:
-            b = boxes[end] if gone else np.concatenate([np.minimum(b[:2], boxes[end][:2]),
-                                                        np.maximum(b[2:], boxes[end][2:])])
+            b = boxes[end] if gone else box_union(b, boxes[end])
         moved = 0 if keep_end else (moved if gone else n)
         boxes[t], gap[t] = b, True
         for key in ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"):

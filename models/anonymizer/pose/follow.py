@@ -31,18 +31,24 @@ import cv2
 import numpy as np
 
 from anonymask.models.shared.align import small_grey, step_homographies
+from anonymask.models.shared.geometry import box_intersection, box_union
 
 
-def moving_box(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, height: float, *, threshold: float,
-               reach: float, min_area: float, bridge: float = 0.08) -> np.ndarray | None:
-    """The box around what changed between two grey frames (``prev`` already aligned onto ``cur``;
-    NaN where it has no pixel): the connected parts of the change that reach into ``box`` grown by
-    ``reach`` x ``height``, whole, after joining changes up to ``bridge`` x ``height`` apart; None
-    when less than ``min_area`` pixels changed there."""
-    h, w = cur.shape
+def changed_pixels(prev: np.ndarray, cur: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """(changed, valid) bool maps between two grey frames (``prev`` already aligned onto ``cur``;
+    NaN where it has no pixel): changed by more than ``threshold`` grey levels, and compared at all."""
     valid = np.isfinite(prev)
-    diff = (np.abs(np.nan_to_num(prev) - cur) > threshold) & valid
-    diff = cv2.morphologyEx(diff.view(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    return (np.abs(np.nan_to_num(prev) - cur) > threshold) & valid, valid
+
+
+def moving_box(changed: np.ndarray, box: np.ndarray, height: float, *, reach: float, min_area: float,
+               bridge: float = 0.08) -> np.ndarray | None:
+    """The box around what changed (``changed``: a bool map from :func:`changed_pixels`): the
+    connected parts of the change that reach into ``box`` grown by ``reach`` x ``height``, whole,
+    after joining changes up to ``bridge`` x ``height`` apart; None when less than ``min_area``
+    pixels changed there."""
+    h, w = changed.shape
+    diff = cv2.morphologyEx(changed.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
     # a plain-coloured leg changes only at its edges from one frame to the next: join the edges of
     # one body part (their gap is about its width)
     r = max(1, int(round(bridge * height)))
@@ -123,29 +129,28 @@ class _GreyFrames:
                  min_share: float, away_from: np.ndarray | None = None) -> tuple[np.ndarray | None, float]:
         """The box (full-size px) around what changed between frame t - lag and frame t next to
         ``box`` (full-size px), the camera's motion outside it undone (None where too little moved),
-        and the share of the pixels outside ``away_from`` (full-size px; 0.0 when None) that changed."""
+        and the share of the pixels outside ``away_from`` (full-size px; 0.0 when None or when
+        nothing moved there) that changed."""
         cur, k = self(t)
         before, _ = self(max(0, t - self.lag))
         small_box = box * k
-        aligned = _aligned(before, cur, small_box, reach * height * k + 8)
-        found = moving_box(aligned, cur, small_box, height * k, threshold=threshold, reach=reach,
-                           min_area=min_share * area * k * k)
-        elsewhere = 0.0 if away_from is None else changed_outside(aligned, cur, away_from * k, threshold)
+        changed, valid = changed_pixels(_aligned(before, cur, small_box, reach * height * k + 8), cur, threshold)
+        found = moving_box(changed, small_box, height * k, reach=reach, min_area=min_share * area * k * k)
         if found is None:
-            return None, elsewhere
+            return None, 0.0
+        elsewhere = 0.0 if away_from is None else share_outside(changed, valid, away_from * k)
         return np.clip(found / k, 0, [cur.shape[1] / k, cur.shape[0] / k] * 2).astype(np.float32), elsewhere
 
 
-def changed_outside(prev: np.ndarray, cur: np.ndarray, box: np.ndarray, threshold: float) -> float:
-    """Share of the pixels outside ``box`` that changed by more than ``threshold`` grey levels
-    between ``prev`` (aligned onto ``cur``; NaN where it has no pixel) and ``cur``."""
-    h, w = cur.shape
-    valid = np.isfinite(prev)
+def share_outside(changed: np.ndarray, valid: np.ndarray, box: np.ndarray) -> float:
+    """Share of the compared (``valid``) pixels outside ``box`` that ``changed``."""
+    h, w = changed.shape
+    outside = valid.copy()
     x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
     x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
-    valid[y0:y1, x0:x1] = False
-    n = int(valid.sum())
-    return float(((np.abs(np.nan_to_num(prev) - cur) > threshold) & valid).sum() / n) if n else 0.0
+    outside[y0:y1, x0:x1] = False
+    n = int(outside.sum())
+    return float((changed & outside).sum() / n) if n else 0.0
 
 
 def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *, threshold: float = 25.0,
@@ -195,7 +200,7 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
         lead = max(lead, _lead(moved, way))
         # joined with the last sighting's box, where the avatar stays held: one region with an
         # avatar on it, never less than holding would remove
-        boxes[t] = np.concatenate([np.minimum(moved[:2], ref[:2]), np.maximum(moved[2:], ref[2:])])
+        boxes[t] = box_union(moved, ref)
         gap[t] = True
         changed.append(t)
         prev_box = moved
@@ -234,8 +239,7 @@ def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, thres
             break  # nothing moves at them: still, or hidden
         if elsewhere > still_share:
             continue  # the whole picture moves: this frame's motion says nothing about them
-        moved = np.concatenate([np.maximum(moved[:2], bound[:2]), np.minimum(moved[2:], bound[2:])])
-        region = np.concatenate([np.minimum(moved[:2], ref[:2]), np.maximum(moved[2:], ref[2:])])
+        region = box_union(box_intersection(moved, bound), ref)
         boxes[t] = region
         grown.append(t)
     return grown
