@@ -50,6 +50,7 @@ class _Track:
     ref: tuple | None = None  # (detection with its mask, frame crop of its region) last seen for real
     sight: tuple | None = None  # (window around that region, frame crop of the window) at that sighting
     held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold_still_people)
+    first_ref: tuple | None = None  # ``ref`` at the first sighting of a track that starts late (backfill)
 
     def predict(self, t: int) -> np.ndarray:
         if self.prev_box is None or self.box is None:
@@ -397,6 +398,8 @@ class PersonDiscovery:
             tr = by_id.get(tid) or self.tracker.tracks[tid]
             if d.source != "hold" and d.mask.size:
                 tr.seen(frame, d, self.hold_reach)
+                if t > 0 and len(tr.frames) == 1:  # a track that starts late: kept for backfill's hold
+                    tr.first_ref = tr.ref
         labels = np.zeros((h, w), np.uint16)
         best = np.zeros((h, w), np.float32)
         for d, tid in zip(dets, ids):
@@ -416,13 +419,18 @@ class PersonDiscovery:
         """Follow every track that starts after frame 0 backwards in time (ROI tracking on earlier
         frames): a person found late (a tile keyframe, a turn towards the camera) is removed and
         replaced from the first frame they are visible. ``read(a, b)`` returns frames a..b-1.
-        Yields (t, detection, raw track id) in decreasing t per track, for the caller to paint."""
+        Where the landmark model cannot follow them back (a still person the scan found only
+        with its anchored look), they are held back in place while their region looks as it did
+        (:meth:`_held_back`, ``backfill_hold``). Yields (t, detection, raw track id) in decreasing
+        t per track, for the caller to paint."""
         from anonymask.models.anonymizer.pose.roi import roi_from_landmarks
 
         if self.roi is None:
             return
+        hold_back = self.hold and self.settings.backfill_hold
         for tr in self.tracker.tracks:
             first = min(tr.frames)
+            ref, tr.first_ref = (tr.first_ref if hold_back else None), None
             if first == 0:
                 continue
             d0 = tr.frames[first]
@@ -430,32 +438,75 @@ class PersonDiscovery:
             came_from = entry_sides(tr, first, self.settings.backfill_direction_frames)
             stop = 0 if max_frames is None else max(0, first - int(max_frames))
             t = first - 1
-            while roi is not None and t >= stop:
+            while (roi is not None or ref is not None) and t >= stop:
                 a = max(stop, t + 1 - window)
                 frames = read(a, t + 1)
                 for k in range(t - a, -1, -1):
                     tt = a + k
-                    d, nxt, _ = self.roi.track(frames[k], roi)
                     others = [o.frames[tt] for o in self.tracker.tracks if o is not tr and tt in o.frames]
-                    # a person does not jump between two frames: a region that slid onto something
-                    # else (the person half out of the frame, clutter beside them) ends the backfill
-                    nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
-                    if (d is None or any(same_person(o, d) for o in others)
-                            or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)
-                            or (nxt_box is not None and left_entry_border(d.box, nxt_box, came_from,
-                                                                          frames[k].shape[:2], self.settings.edge))):
+                    d = self._followed_back(frames[k], tr, tt, roi, came_from, others) if roi is not None else None
+                    if d is not None:
+                        roi = d.roi_next
+                        if hold_back:
+                            x0, y0, x1, y1 = d.region
+                            ref = (Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask, d.region, d.score, "back"),
+                                   frames[k][y0:y1, x0:x1].copy())
+                    else:
                         roi = None
-                        break
-                    d.source = "back"
-                    if self.limbs:
-                        add_limbs(d, self.settings, frames[k].shape[:2])
+                        held = self._held_back(frames[k], ref, others) if ref is not None else None
+                        if held is None:
+                            ref = None
+                            break
+                        d, ref = held
                     tr.frames[tt] = d
-                    self.sources["back"] = self.sources.get("back", 0) + 1
-                    roi = nxt
+                    key = "back" if d.source == "back" else "back_hold"
+                    self.sources[key] = self.sources.get(key, 0) + 1
                     yield tt, d, tr.tid
                     d.mask = _NO_MASK
                 t = a - 1
 
+    def _followed_back(self, frame: np.ndarray, tr: _Track, tt: int, roi, came_from: np.ndarray,
+                       others: list[Detection]) -> Detection | None:
+        """The landmark model on ``roi`` in frame ``tt``, if what it sees is still this track's person."""
+        d, nxt, _ = self.roi.track(frame, roi)
+        # a person does not jump between two frames: a region that slid onto something else (the
+        # person half out of the frame, clutter beside them) ends the backfill
+        nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
+        if (d is None or any(same_person(o, d) for o in others)
+                or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)
+                or (nxt_box is not None and left_entry_border(d.box, nxt_box, came_from, frame.shape[:2],
+                                                              self.settings.edge))):
+            return None
+        d.source, d.roi_next = "back", nxt
+        if self.limbs:
+            add_limbs(d, self.settings, frame.shape[:2])
+        return d
+
+    def _held_back(self, frame: np.ndarray, ref: tuple, others: list[Detection]):
+        """A track that starts late, held in place one frame earlier: the forward hold's test
+        (:meth:`_hold_still_people`) against the earliest sighting ``ref`` (detection with its
+        mask, frame crop of its region). A still person the scan found late was there before, as
+        long as their region looks the same; pixels inside the boxes of others found in this frame
+        are not compared (their masks are no longer kept). Returns (held detection, the reference
+        for the frame before), or None where the region changed."""
+        s = self.settings
+        d0, crop = ref
+        x0, y0, x1, y1 = d0.region
+        m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
+        if not m.any():
+            return None
+        vis = m & ~_boxes_cover((x0, y0), m.shape, others)
+        if vis.sum() < s.hold_visible * m.sum():
+            return None
+        diff = np.abs(frame[y0:y1, x0:x1].astype(np.int16) - crop.astype(np.int16)).max(axis=-1)
+        change = float(diff[vis].mean())
+        if change > s.hold_tol:
+            return None
+        if change <= s.hold_refresh * s.hold_tol:  # as forward: a still person sways a little
+            crop = crop.copy()  # (what someone in front covers keeps its reference)
+            crop[vis] = frame[y0:y1, x0:x1][vis]
+        d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
+        return d, (d0, crop)
 
     def tracks(self, t_len: int):
         """Per raw track: (frames sorted, kp2d (T,33,2), conf (T,33), world (T,33,3), boxes (T,4) NaN)."""
@@ -485,6 +536,19 @@ class PersonDiscovery:
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)
+
+
+def _boxes_cover(origin: tuple[int, int], shape: tuple[int, int], others: list[Detection]) -> np.ndarray:
+    """(H,W) bool over the frame area of ``shape`` starting at frame pixel ``origin`` (x, y): the
+    pixels inside the boxes of ``others``."""
+    x0, y0 = origin
+    cov = np.zeros(shape, bool)
+    for o in others:
+        a0, b0 = max(0, int(np.floor(o.box[0])) - x0), max(0, int(np.floor(o.box[1])) - y0)
+        a1, b1 = min(shape[1], int(np.ceil(o.box[2])) - x0), min(shape[0], int(np.ceil(o.box[3])) - y0)
+        if a1 > a0 and b1 > b0:
+            cov[b0:b1, a0:a1] = True
+    return cov
 
 
 def entry_sides(tr: _Track, first: int, frames: int) -> np.ndarray:

@@ -112,8 +112,9 @@ def discover(disc, windows, write_window) -> None:
 
 
 def backfill(disc, read_frames, t_len: int, paint_frame) -> None:
-    """Pass 2: tracks that start late are followed backwards to where their person came in; each
-    earlier detection is painted into its frame's labels."""
+    """Pass 2: tracks that start late are followed backwards to where their person came in, or held
+    back in place while their region is unchanged (a still person found late); each earlier
+    detection is painted into its frame's labels."""
     for t, d, tid in disc.backfill(read_frames, t_len):
         if paint_frame is not None:
             paint_frame(t, d, tid)

@@ -94,6 +94,10 @@ class DiscoverSettings(PassSettings):
                              "through; followed backwards, a box that leaves that border inwards ends the follow "
                              "(the bridge then carries them out of the frame): a fifth of a second, enough to see "
                              "a walk's direction, short enough that a turn later does not count")
+    backfill_hold: bool = Field(True, description="where the landmark model cannot follow a late track back, it is "
+                                                  "held back in place while its first region looks the same (the "
+                                                  "hold's test: hold_tol, hold_visible): a still person the scan "
+                                                  "found late was there before")
 
 
 class ScanSettings(PassSettings):
