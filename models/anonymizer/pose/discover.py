@@ -16,7 +16,7 @@ write; per track: landmarks, world landmarks and boxes (small arrays).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -26,6 +26,7 @@ from anonymask.models.anonymizer.pose.people import (
     Detection,
     PeopleDetector,
     box_iou,
+    boxes_cover,
     covered_by,
     mask_overlap,
     merge_detections,
@@ -195,33 +196,38 @@ class PersonDiscovery:
         in place, who then got a second track; docs/RESULTS.md.)
         Returns the held track ids."""
         held = []
-        gray = None
         for tr in self.tracker.live(t):
             if tr.last_t == t or tr.ref is None:
                 continue
             d0, crop = tr.ref
-            x0, y0, x1, y1 = d0.region
-            m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
-            if not m.any():
+            test = self._region_change(frame, d0, crop, lambda origin, shape: covered_by(origin, shape, dets))
+            if test is None or test[0] > self.hold_tol:
                 continue
-            vis = m & ~covered_by((x0, y0), m.shape, dets)
-            if vis.sum() < self.settings.hold_visible * m.sum():
-                continue
-            if gray is None:
-                gray = frame.astype(np.int16)
-            diff = np.abs(gray[y0:y1, x0:x1] - crop.astype(np.int16)).max(axis=-1)
-            if float(diff[vis].mean()) > self.hold_tol:
-                continue
-            if float(diff[vis].mean()) <= self.hold_refresh * self.hold_tol:
+            if test[0] <= self.hold_refresh * self.hold_tol:
                 # barely changed: compare the next frame with this one (a person standing still
                 # sways a little; the difference to the last real sighting grows frame by frame)
+                x0, y0, x1, y1 = d0.region
                 tr.ref = (d0, frame[y0:y1, x0:x1].copy())
-            d = self._moved_parts(frame, tr, Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask,
-                                                       d0.region, d0.score, "hold"), dets)
+            d = self._moved_parts(frame, tr, replace(d0, box=d0.box.copy(), source="hold"), dets)
             tr.add(t, d)
             tr.held += 1
             held.append(tr.tid)
         return held
+
+    def _region_change(self, frame: np.ndarray, d0: Detection, crop: np.ndarray, cover) -> tuple[float, np.ndarray] | None:
+        """The hold's test of a sighting ``d0`` (its mask) against ``crop`` (the frame in its region
+        then): the mean change, in grey levels (the largest over the colour channels), over the
+        part of the mask in view (not in ``cover(origin, shape)``, who else is found in ``frame``),
+        and that part; None where less than ``hold_visible`` of the mask is in view."""
+        x0, y0, x1, y1 = d0.region
+        m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
+        if not m.any():
+            return None
+        vis = m & ~cover((x0, y0), m.shape)
+        if vis.sum() < self.settings.hold_visible * m.sum():
+            return None
+        diff = np.abs(frame[y0:y1, x0:x1].astype(np.int16) - crop.astype(np.int16)).max(axis=-1)
+        return float(diff[vis].mean()), vis
 
     def _moved_parts(self, frame: np.ndarray, tr: _Track, d: Detection, others: list[Detection] = ()) -> Detection:
         """A held person's last mask, plus what moved next to it since they were last seen for
@@ -447,10 +453,9 @@ class PersonDiscovery:
                     d = self._followed_back(frames[k], tr, tt, roi, came_from, others) if roi is not None else None
                     if d is not None:
                         roi = d.roi_next
-                        if hold_back:
+                        if hold_back:  # (a copy: ``d`` gives its mask up once painted)
                             x0, y0, x1, y1 = d.region
-                            ref = (Detection(d.box.copy(), d.kp2d, d.conf, d.world, d.mask, d.region, d.score, "back"),
-                                   frames[k][y0:y1, x0:x1].copy())
+                            ref = (replace(d, box=d.box.copy()), frames[k][y0:y1, x0:x1].copy())
                     else:
                         roi = None
                         held = self._held_back(frames[k], ref, others) if ref is not None else None
@@ -489,24 +494,16 @@ class PersonDiscovery:
         long as their region looks the same; pixels inside the boxes of others found in this frame
         are not compared (their masks are no longer kept). Returns (held detection, the reference
         for the frame before), or None where the region changed."""
-        s = self.settings
         d0, crop = ref
-        x0, y0, x1, y1 = d0.region
-        m = d0.mask[: y1 - y0, : x1 - x0] >= 0.5
-        if not m.any():
+        test = self._region_change(frame, d0, crop, lambda origin, shape: boxes_cover(origin, shape, others))
+        if test is None or test[0] > self.hold_tol:
             return None
-        vis = m & ~_boxes_cover((x0, y0), m.shape, others)
-        if vis.sum() < s.hold_visible * m.sum():
-            return None
-        diff = np.abs(frame[y0:y1, x0:x1].astype(np.int16) - crop.astype(np.int16)).max(axis=-1)
-        change = float(diff[vis].mean())
-        if change > s.hold_tol:
-            return None
-        if change <= s.hold_refresh * s.hold_tol:  # as forward: a still person sways a little
+        change, vis = test
+        if change <= self.hold_refresh * self.hold_tol:  # as forward: a still person sways a little
+            x0, y0, x1, y1 = d0.region
             crop = crop.copy()  # (what someone in front covers keeps its reference)
             crop[vis] = frame[y0:y1, x0:x1][vis]
-        d = Detection(d0.box.copy(), d0.kp2d, d0.conf, d0.world, d0.mask, d0.region, d0.score, "hold")
-        return d, (d0, crop)
+        return replace(d0, box=d0.box.copy(), source="hold"), (d0, crop)
 
     def tracks(self, t_len: int):
         """Per raw track: (frames sorted, kp2d (T,33,2), conf (T,33), world (T,33,3), boxes (T,4) NaN)."""
@@ -536,19 +533,6 @@ class PersonDiscovery:
 
 
 _NO_MASK = np.zeros((0, 0), np.float32)
-
-
-def _boxes_cover(origin: tuple[int, int], shape: tuple[int, int], others: list[Detection]) -> np.ndarray:
-    """(H,W) bool over the frame area of ``shape`` starting at frame pixel ``origin`` (x, y): the
-    pixels inside the boxes of ``others``."""
-    x0, y0 = origin
-    cov = np.zeros(shape, bool)
-    for o in others:
-        a0, b0 = max(0, int(np.floor(o.box[0])) - x0), max(0, int(np.floor(o.box[1])) - y0)
-        a1, b1 = min(shape[1], int(np.ceil(o.box[2])) - x0), min(shape[0], int(np.ceil(o.box[3])) - y0)
-        if a1 > a0 and b1 > b0:
-            cov[b0:b1, a0:a1] = True
-    return cov
 
 
 def entry_sides(tr: _Track, first: int, frames: int) -> np.ndarray:

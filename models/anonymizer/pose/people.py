@@ -138,6 +138,19 @@ def covered_by(origin: tuple[int, int], shape: tuple[int, int], others) -> np.nd
     return cov
 
 
+def boxes_cover(origin: tuple[int, int], shape: tuple[int, int], others) -> np.ndarray:
+    """:func:`covered_by` for detections whose masks are no longer kept: the pixels inside the
+    boxes of ``others``."""
+    x0, y0 = origin
+    cov = np.zeros(shape, bool)
+    for o in others:
+        a0, b0 = max(0, int(np.floor(o.box[0])) - x0), max(0, int(np.floor(o.box[1])) - y0)
+        a1, b1 = min(shape[1], int(np.ceil(o.box[2])) - x0), min(shape[0], int(np.ceil(o.box[3])) - y0)
+        if a1 > a0 and b1 > b0:
+            cov[b0:b1, a0:a1] = True
+    return cov
+
+
 def mask_overlap(d: Detection, others: list[Detection]) -> float:
     """Share of d's mask pixels that the masks of ``others`` also cover."""
     m = d.mask >= 0.5
