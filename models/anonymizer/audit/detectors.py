@@ -140,6 +140,9 @@ class HogAuditor:
         self.strong = float(strong)
         self.min_flag = float(min_flag)
         self._roi = None
+        # the landmark model's own "nobody here" flag and the body-landmark visibility a region's
+        # landmarks need (the values pose4d follows people with)
+        self.roi_min_flag, self.roi_min_score = 0.5, 0.35
         self.confirm = bool(confirm)
 
     def _present(self, frame: np.ndarray, box: np.ndarray) -> bool:
@@ -149,16 +152,16 @@ class HogAuditor:
         if self._roi is None:
             from anonymask.models.anonymizer.pose.roi import RoiLandmarker
 
-            self._roi = RoiLandmarker()
+            self._roi = RoiLandmarker(self.roi_min_flag)
         bh = float(box[3] - box[1])
         cx, cy = float(box[0] + box[2]) / 2, float(box[1] + box[3]) / 2
         for side, dy in ((1.3 * bh, 0.05 * bh), (1.7 * bh, 0.0)):
-            d, nxt, flag = self._roi.track(frame, (cx, cy + dy, side, 0.0))
+            d, nxt, flag = self._roi.track(frame, (cx, cy + dy, side, 0.0), self.roi_min_score)
             if d is None or flag < 0.5:
                 continue
             ok = True
             for _ in range(2):
-                d, nxt, flag = self._roi.track(frame, nxt)
+                d, nxt, flag = self._roi.track(frame, nxt, self.roi_min_score)
                 if d is None or flag < self.min_flag or d.score < 0.6:
                     ok = False
                     break

@@ -51,16 +51,14 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
             from anonymask.models.anonymizer.pose.follow import follow_moving
 
             # past the walk-on (follow_moving sets those frames' boxes): the avatar stays held
-            _repeat_pose(track, last, follow_moving(boxes, gap, last, read_frames, threshold=follow,
-                                                        frames=settings.follow_frames))
+            _repeat_pose(track, last, follow_moving(boxes, gap, last, read_frames, settings))
         return
     held = range(last + 1, min(len(boxes), last + 1 + int(frames)))
     _repeat_box_and_pose(track, boxes, gap, last, slice(held.start, held.stop))
     if read_frames is not None and follow > 0 and settings.follow_held:
         from anonymask.models.anonymizer.pose.follow import follow_held
 
-        follow_held(boxes, last, held, read_frames, threshold=follow, limit=settings.held_reach,
-                    still_share=settings.held_still_share)
+        follow_held(boxes, last, held, read_frames, settings)
 
 
 def bridge_before_late_start(track, boxes: np.ndarray, gap: np.ndarray, others: np.ndarray, frames: int,

@@ -36,7 +36,12 @@ from anonymask.models.anonymizer.pose.people import (
 from anonymask.models.anonymizer.pose.people import (
     known_person as _known,
 )
-from anonymask.models.anonymizer.pose.settings import DiscoverSettings, EvidenceSettings, ScanSettings
+from anonymask.models.anonymizer.pose.settings import (
+    DiscoverSettings,
+    EvidenceSettings,
+    SamePersonSettings,
+    ScanSettings,
+)
 from anonymask.models.shared.geometry import inside_frame, touching_borders
 
 
@@ -79,11 +84,12 @@ class _Track:
 class OnlineTracker:
     """Hungarian matching of detections to live tracks; tracks die after ``max_gap`` misses."""
 
-    def __init__(self, max_gap: int, min_iou: float, held_iou: float, same_bonus: float, same_tol: float):
+    def __init__(self, max_gap: int, min_iou: float, held_iou: float, same_bonus: float, same_tol: float,
+                 same: SamePersonSettings):
         self.max_gap = int(max_gap)
         self.min_iou = float(min_iou)
         self.held_iou = float(held_iou)
-        self.same_bonus, self.same_tol = float(same_bonus), float(same_tol)
+        self.same_bonus, self.same_tol, self.same = float(same_bonus), float(same_tol), same
         self.tracks: list[_Track] = []
 
     def live(self, t: int) -> list[_Track]:
@@ -102,7 +108,7 @@ class OnlineTracker:
                 for j, d in enumerate(dets):
                     iou = box_iou(pb, d.box)
                     last = tr.frames[tr.last_t]
-                    bonus = self.same_bonus if same_person(last, d, tol=self.same_tol) else 0.0
+                    bonus = self.same_bonus if same_person(last, d, self.same_tol, self.same) else 0.0
                     # someone held in place stood still: a detection that overlaps them with
                     # other landmarks is someone (or something) else, not them moving
                     if tr.held and not bonus and iou < self.held_iou:
@@ -161,18 +167,18 @@ class PersonDiscovery:
         self.tile_frac, self.tiles, self.tile_min_score = s.tile_frac, s.tiles, s.tile_min_score
         self.recover_missed = s.recover_missed
         self.tracker = OnlineTracker(max_gap=max_gap, min_iou=s.match_iou, held_iou=s.held_iou,
-                                     same_bonus=s.same_bonus, same_tol=s.same_tol)
+                                     same_bonus=s.same_bonus, same_tol=s.same_tol, same=s.same)
         self.roi = None
         if s.roi_tracking:
             from anonymask.models.anonymizer.pose.roi import RoiLandmarker
 
-            self.roi = RoiLandmarker()
+            self.roi = RoiLandmarker(s.follow_min_flag)
         from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
 
         opinion = PersonEvidence(evidence) if evidence.enabled else None
         self.scanner = scanner
         if self.scanner is None and scan.enabled:
-            self.scanner = PoseScanner(self.roi, scan, opinion)
+            self.scanner = PoseScanner(self.roi, scan, opinion, s.same)
         self.scan_every = scan.every
         self.hold, self.hold_tol, self.hold_refresh = s.hold, s.hold_tol, s.hold_refresh
         self.hold_reach, self.hold_motion = s.hold_reach, s.hold_motion
@@ -297,7 +303,7 @@ class PersonDiscovery:
                 # not by a full-frame detection on every frame (which finds more hallucinations)
                 lost = lost or not (tr.held and tr.held % self.settings.held_search_every)
                 continue
-            d, nxt, _ = self.roi.track(frame, tr.roi)
+            d, nxt, _ = self.roi.track(frame, tr.roi, self.settings.follow_min_score)
             if d is None:
                 tr.roi = None
                 lost = True
@@ -306,7 +312,7 @@ class PersonDiscovery:
             cand.append((tr, d, nxt, box_iou(pb, d.box) if pb is not None else 0.0))
         dets, ids = [], []
         for tr, d, nxt, _ in sorted(cand, key=lambda c: -c[3]):
-            if any(same_person(o, d) for o in dets):
+            if any(same_person(o, d, self.settings.same.tol, self.settings.same) for o in dets):
                 tr.roi = None
                 lost = True
                 continue
@@ -333,22 +339,22 @@ class PersonDiscovery:
                 return []
             known = list(tracked)
             return [d for d in self.scanner.scan(frame, known, full=True)
-                    if not _known(d, known) and self._vanished_size(d, vanished)]
+                    if not _known(d, known, s.same) and self._vanished_size(d, vanished)]
         known = list(tracked)
         # a detection that holds most of a followed person's mask is that person drawn wrongly
         # (the detector sometimes lays a body over an object next to them), not someone new
         dets = [d for d in self.detector.detect(frame)
-                if not _known(d, known) and not any(mask_overlap(o, [d]) > s.drawn_over for o in known)]
+                if not _known(d, known, s.same) and not any(mask_overlap(o, [d]) > s.drawn_over for o in known)]
         if key:
-            for tile in square_tiles(h, w, self.tile_frac):
+            for tile in square_tiles(h, w, self.tile_frac, s.tile_overlap):
                 for d in self.detector.detect_region(frame, *tile, source="tile"):
                     if d.score < self.tile_min_score or _interior_cut(d, tile, h, w, s.tile_cut_px) \
-                            or _known(d, known + dets):
+                            or _known(d, known + dets, s.same):
                         continue
                     # re-detect on a crop centred on it: whole person, clean mask
                     again = [e for e in self.detector.detect_region(frame, *_centred_crop(d.box, s.crop_scale),
                                                                      source="tile")
-                             if same_person(e, d, tol=s.same_tol) or box_iou(e.box, d.box) > s.crop_iou]
+                             if same_person(e, d, s.same_tol, s.same) or box_iou(e.box, d.box) > s.crop_iou]
                     dets.append(again[0] if again else d)
         if self.recover_missed and lost:
             for tr in self.tracker.live(t):
@@ -359,15 +365,15 @@ class PersonDiscovery:
                     continue
                 found = [e for e in self.detector.detect_region(frame, *_centred_crop(pb, s.search_scale),
                                                                 source="crop")
-                         if box_iou(e.box, pb) > s.search_iou and not _known(e, known + dets)]
+                         if box_iou(e.box, pb) > s.search_iou and not _known(e, known + dets, s.same)]
                 if found:
                     dets.append(max(found, key=lambda e: box_iou(e.box, pb)))
                 elif self.scanner is not None and (t - tr.last_t) % 2 == 1:  # the landmark model alone, where they were
                     e = self.scanner.search(frame, pb, known + dets)
-                    if e is not None and not _known(e, known + dets):
+                    if e is not None and not _known(e, known + dets, s.same):
                         e.source = "search"
                         dets.append(e)
-        dets = merge_detections(dets)
+        dets = merge_detections(dets, s.same)
         if self.verify is not None:  # a second model must agree (the landmark model hallucinates bodies)
             dets = [d for d in dets if self._verified(frame, d)]
         if scan:  # people the face-keyed detector cannot see (masked, from behind, small)
@@ -376,7 +382,7 @@ class PersonDiscovery:
             # searched for where they stood)
             full = any(t - tr.last_t > 0 and not tr.held for tr in self.tracker.live(t))
             dets += [d for d in self.scanner.scan(frame, known + dets, full=full or not periodic)
-                     if not _known(d, known + dets)
+                     if not _known(d, known + dets, s.same)
                      and (periodic or self._vanished_size(d, vanished))]
         return dets
 
@@ -394,7 +400,7 @@ class PersonDiscovery:
         for d, tid in zip(new, new_ids):
             tr = self.tracker.tracks[tid]
             if tr.roi is None:
-                tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf)
+                tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf, self.settings.region_conf)
         dets, ids = tracked + new, tracked_ids + new_ids
         for tid in (self._hold_still_people(frame, t, dets) if self.hold else []):
             d = by_id[tid].frames[t]
@@ -421,7 +427,7 @@ class PersonDiscovery:
         self.t += 1
         return FrameOutput(labels, best)
 
-    def backfill(self, read, t_len: int, window: int = 64, max_frames: int | None = None):
+    def backfill(self, read, t_len: int, max_frames: int | None = None):
         """Follow every track that starts after frame 0 backwards in time (ROI tracking on earlier
         frames): a person found late (a tile keyframe, a turn towards the camera) is removed and
         replaced from the first frame they are visible. ``read(a, b)`` returns frames a..b-1.
@@ -440,12 +446,12 @@ class PersonDiscovery:
             if first == 0:
                 continue
             d0 = tr.frames[first]
-            roi = roi_from_landmarks(d0.kp2d, d0.conf)
+            roi = roi_from_landmarks(d0.kp2d, d0.conf, self.settings.region_conf)
             came_from = entry_sides(tr, first, self.settings.backfill_direction_frames)
             stop = 0 if max_frames is None else max(0, first - int(max_frames))
             t = first - 1
             while (roi is not None or ref is not None) and t >= stop:
-                a = max(stop, t + 1 - window)
+                a = max(stop, t + 1 - self.settings.backfill_read_frames)
                 frames = read(a, t + 1)
                 for k in range(t - a, -1, -1):
                     tt = a + k
@@ -473,11 +479,11 @@ class PersonDiscovery:
     def _followed_back(self, frame: np.ndarray, tr: _Track, tt: int, roi, came_from: np.ndarray,
                        others: list[Detection]) -> Detection | None:
         """The landmark model on ``roi`` in frame ``tt``, if what it sees is still this track's person."""
-        d, nxt, _ = self.roi.track(frame, roi)
+        d, nxt, _ = self.roi.track(frame, roi, self.settings.follow_min_score)
         # a person does not jump between two frames: a region that slid onto something else (the
         # person half out of the frame, clutter beside them) ends the backfill
         nxt_box = tr.frames[tt + 1].box if tt + 1 in tr.frames else None
-        if (d is None or any(same_person(o, d) for o in others)
+        if (d is None or any(same_person(o, d, self.settings.same.tol, self.settings.same) for o in others)
                 or (nxt_box is not None and box_iou(d.box, nxt_box) < self.backfill_iou)
                 or (nxt_box is not None and left_entry_border(d.box, nxt_box, came_from, frame.shape[:2],
                                                               self.settings.edge))):

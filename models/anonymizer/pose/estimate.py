@@ -53,13 +53,23 @@ class PoseResult:
     report: PoseDiagnostics | None = None  # the typed diagnostics behind ``diagnostics``
 
 
-def default_camera(width: int, height: int, fov_deg: float = 60.0) -> Camera:
-    return Camera.from_fov(width, height, fov_deg)
+#: degrees: the horizontal field of view assumed for footage whose camera is unknown (a typical
+#: webcam or phone's main lens is 55-70); the fits are made and drawn through the same camera, so
+#: it scales depth, not where an avatar lands in the image
+ASSUMED_FOV_DEG = 60.0
+
+
+def default_camera(width: int, height: int) -> Camera:
+    """A pinhole camera of :data:`ASSUMED_FOV_DEG` for a ``width`` x ``height`` frame."""
+    return Camera.from_fov(width, height, ASSUMED_FOV_DEG)
 
 
 def fit_config(settings: FitSettings) -> FitConfig:
-    """The body fit's configuration from the pose4d settings."""
-    return FitConfig(iterations=settings.iterations, w_3d=settings.w_3d)
+    """The body fit's configuration from the pose4d settings: every field of ``FitConfig`` (its own
+    defaults serve the other backends)."""
+    return FitConfig(iterations=settings.iterations, lr=settings.lr, w_2d=settings.w_2d, w_3d=settings.w_3d,
+                     w_prior=settings.w_prior, w_smooth=settings.w_smooth, smooth_sigma=settings.smooth_sigma,
+                     min_confidence=settings.min_confidence)
 
 
 def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarray, settings: MediapipePoseSettings,
@@ -98,7 +108,7 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     bridge(people, raw_boxes, (h, w), settings, read_frames)
     if read_frames is not None and settings.faces.enabled:
         add_face_people(people, read_frames, t_len, rest_joints, camera, _body, len(raw_boxes), paint_frame,
-                        settings.faces, diag)
+                        settings.faces, settings.confirm.box_smooth, diag)
     return assemble(people, len(raw_boxes), rejected, camera, disc, diag, source)
 
 
@@ -187,7 +197,8 @@ def fit_people(people: list[Person], rest_joints: np.ndarray, camera: Camera, se
             reach = reach_past_box(tr, p.boxes, p.frames_seen, rest_joints, camera)
             p.fit_failed = fit_disagrees(reach, settings.fit.max_reach, settings.fit.max_reach_share)
         if tr is None or p.fit_failed:
-            p.kind, p.track = Kind.FALLBACK_BOX, box_track(p.boxes, camera, _body(), k, anchor="body").compact()
+            p.kind, p.track = Kind.FALLBACK_BOX, box_track(p.boxes, camera, _body(), k, "body",
+                                                           settings.confirm.box_smooth).compact()
             continue
         tr.track_id = k
         tr.valid = np.isfinite(p.boxes[:, 0])

@@ -23,10 +23,12 @@ _READ_BLOCK = 64
 
 
 def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: np.ndarray, camera, body,
-                    next_raw_id: int, paint_frame, settings: FaceSettings, diag: PoseDiagnostics) -> None:
+                    next_raw_id: int, paint_frame, settings: FaceSettings, box_smooth: int,
+                    diag: PoseDiagnostics) -> None:
     """Append a face person for every confirmed unexplained face (in place on ``people``; raw ids
     from ``next_raw_id`` on; ``paint_frame(t, detection, raw id)`` draws their region, may be
-    None). ``people``' tracks are compact (bridged) here. ``body``: () -> the body model.
+    None). ``people``' tracks are compact (bridged) here. ``body``: () -> the body model;
+    ``box_smooth``: frames each side a face person's boxes are averaged over.
     With ``settings.explained_regions``, the region around a face that a person's avatar explains
     is painted as that person's (:func:`paint_explained_regions`)."""
     from anonymask.models.anonymizer.pose.faces import (
@@ -61,7 +63,7 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
                                                           settings)
             if paint_frame is not None:
                 paint_frame(t, _region_detection(m, body_boxes[t]), rid)
-        track = box_track(fb, camera, body(), len(people), anchor="face").compact()
+        track = box_track(fb, camera, body(), len(people), "face", box_smooth).compact()
         people.append(Person([rid], sorted(ft.boxes), body_boxes, np.zeros(t_len, bool), Kind.FALLBACK_FACE, track))
         rid += 1
         diag.avatars_yielded += yield_to_face(people, len(people) - 1, fb, settings.yield_iou)

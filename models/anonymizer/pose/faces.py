@@ -101,14 +101,14 @@ def avatar_heads(tracks, rest_joints: np.ndarray, camera, t_len: int) -> np.ndar
     return out
 
 
-def head_covers(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None = None,
-                min_cover: float = 0.4, min_width: float = 0.4) -> bool:
+def head_covers(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None, min_cover: float,
+                min_width: float) -> bool:
     """Some track's avatar stands for this face (:func:`covering_track` finds which)."""
     return covering_track(face, heads, boxes, min_cover, min_width) >= 0
 
 
-def covering_track(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None = None,
-                   min_cover: float = 0.4, min_width: float = 0.4) -> int:
+def covering_track(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.ndarray] | None, min_cover: float,
+                   min_width: float) -> int:
     """The index of the first track whose avatar stands for this face, or -1: its head (boxes of
     :func:`avatar_heads` in this frame) is at least ``min_width`` of the face's width, and it covers
     at least ``min_cover`` of the face box or (``boxes``: the tracks' person boxes, same order) the
@@ -132,12 +132,12 @@ def covering_track(face: np.ndarray, heads: list[np.ndarray], boxes: list[np.nda
     return -1
 
 
-def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> bool:
+def explained(box: np.ndarray, person_boxes: list[np.ndarray], grow: float) -> bool:
     """The face's centre lies inside some person's box (grown by ``grow`` of its size)."""
     return holding_box(box, person_boxes, grow) >= 0
 
 
-def holding_box(box: np.ndarray, person_boxes: list[np.ndarray], grow: float = 0.1) -> int:
+def holding_box(box: np.ndarray, person_boxes: list[np.ndarray], grow: float) -> int:
     """The index of the first person box (grown by ``grow`` of its size) that holds the face's
     centre, or -1."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
@@ -170,7 +170,8 @@ def unexplained_faces(read, t_len: int, person_boxes: np.ndarray, *, finder: Fac
             pb = [person_boxes[j, t] for j in range(person_boxes.shape[0])]
             hb = None if heads is None else [heads[j, t] for j in range(heads.shape[0])]
             for box, _ in finder.detect(frames[k]):
-                j = covering_track(box, hb, pb) if hb is not None else holding_box(box, pb)
+                j = (covering_track(box, hb, pb, settings.head_cover, settings.head_min_width) if hb is not None
+                     else holding_box(box, pb, settings.box_grow))
                 if j >= 0:
                     if explained_by is not None:
                         ft = explained_by.setdefault(j, FaceTrack())

@@ -46,7 +46,7 @@ def _geometry(body) -> dict[str, float]:
             "pelvis": float(j[0, 1]), "face": top - FACE_BELOW_TOP}
 
 
-def smooth_boxes(boxes: np.ndarray, radius: int = 2) -> np.ndarray:
+def smooth_boxes(boxes: np.ndarray, radius: int) -> np.ndarray:
     """Moving average of (T,4) boxes over present frames (NaN rows stay NaN)."""
     boxes = np.asarray(boxes, np.float64)
     ok = np.isfinite(boxes).all(axis=1)
@@ -61,8 +61,7 @@ def smooth_boxes(boxes: np.ndarray, radius: int = 2) -> np.ndarray:
     return out
 
 
-def box_track(boxes: np.ndarray, camera: Camera, body, track_id: int, anchor: str = "body",
-              smooth: int = 2) -> SMPLHTrack:
+def box_track(boxes: np.ndarray, camera: Camera, body, track_id: int, anchor: str, smooth: int) -> SMPLHTrack:
     """An upright neutral avatar placed in every frame where ``boxes`` (T,4 x0,y0,x1,y1; NaN:
     absent) is given; see the module docstring for the two anchors."""
     if anchor not in ("body", "face"):

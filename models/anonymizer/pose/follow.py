@@ -10,19 +10,21 @@ finds legs, nor do the audit's detectors, so the walk-on of
 :func:`anonymask.models.anonymizer.pose.bridge.bridge_after_end` (a box carried on at the person's last speed) was
 all that removed them; the legs outpaced it and were shown (docs/RESULTS.md).
 
-Past the walk-on, each frame is compared with the frame ``lag`` before, aligned onto it by a
+Past the walk-on, each frame is compared with the frame ``follow_lag`` before, aligned onto it by a
 homography of what lies outside the person (the identity where none can be measured, as on a
-still camera), at ``width`` px. The pixels that changed by more than ``threshold`` grey levels and
-connect to the box of the frame before (grown by ``reach`` x their height) are where they are now
-and were ``lag`` frames ago; the box removed is the box around them joined with the last
-sighting's box, where the avatar stays held. Following stops where
+still camera), at ``follow_width`` px. The pixels that changed by more than ``follow_motion`` grey
+levels and connect to the box of the frame before (grown by ``follow_reach`` x their height) are
+where they are now and were ``follow_lag`` frames ago; the box removed is the box around them
+joined with the last sighting's box, where the avatar stays held. Following stops where
 
-- less than ``min_share`` of a person's box moves (they left, or stopped);
-- more than ``max_area`` x a person's box moves (a van driving past a body drawn on it, a pan the
-  homography cannot undo): pure motion, no person model, so this bounds what it may take;
-- what moves falls back against the way they walked (``back`` x their height): once they left,
-  the parallax of a hand-held camera behind them keeps changing pixels, and is not them;
-- ``frames`` frames have passed, or the shot ends.
+- less than ``follow_min_share`` of a person's box moves (they left, or stopped);
+- more than ``follow_max_area`` x a person's box moves (a van driving past a body drawn on it, a
+  pan the homography cannot undo): pure motion, no person model, so this bounds what it may take;
+- what moves falls back against the way they walked (``follow_back`` x their height): once they
+  left, the parallax of a hand-held camera behind them keeps changing pixels, and is not them;
+- ``follow_frames`` frames have passed, or the shot ends.
+
+Every value comes from :class:`~anonymask.models.anonymizer.pose.settings.BridgeSettings`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from anonymask.models.anonymizer.pose.settings import BridgeSettings
 from anonymask.models.shared.align import small_grey, step_homographies
 from anonymask.models.shared.geometry import box_intersection, box_union
 
@@ -42,7 +45,7 @@ def changed_pixels(prev: np.ndarray, cur: np.ndarray, threshold: float) -> tuple
 
 
 def moving_box(changed: np.ndarray, box: np.ndarray, height: float, *, reach: float, min_area: float,
-               bridge: float = 0.08) -> np.ndarray | None:
+               bridge: float) -> np.ndarray | None:
     """The box around what changed (``changed``: a bool map from :func:`changed_pixels`): the
     connected parts of the change that reach into ``box`` grown by ``reach`` x ``height``, whole,
     after joining changes up to ``bridge`` x ``height`` apart; None when less than ``min_area``
@@ -109,10 +112,12 @@ def _lead(box: np.ndarray, way: np.ndarray) -> float:
 
 class _GreyFrames:
     """Frames as small grey images, read 16 at a time and kept while ``lag`` frames back may still
-    be asked for (frame t and frame t - lag are compared)."""
+    be asked for (frame t and frame t - lag are compared), and the motion test on them."""
 
-    def __init__(self, read_frames, t_len: int, lag: int, width: int):
-        self.read, self.t_len, self.lag, self.width = read_frames, t_len, lag, width
+    def __init__(self, read_frames, t_len: int, settings: BridgeSettings):
+        self.read, self.t_len, self.lag, self.width = read_frames, t_len, settings.follow_lag, settings.follow_width
+        self.threshold, self.reach = settings.follow_motion, settings.follow_reach
+        self.min_share, self.part_gap = settings.follow_min_share, settings.follow_part_gap
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
 
     def __call__(self, t: int) -> tuple[np.ndarray, float]:
@@ -125,8 +130,8 @@ class _GreyFrames:
                 del self.cache[old]
         return self.cache[t]
 
-    def moved_at(self, t: int, box: np.ndarray, height: float, area: float, *, threshold: float, reach: float,
-                 min_share: float, away_from: np.ndarray | None = None) -> tuple[np.ndarray | None, float]:
+    def moved_at(self, t: int, box: np.ndarray, height: float, area: float,
+                 away_from: np.ndarray | None) -> tuple[np.ndarray | None, float]:
         """The box (full-size px) around what changed between frame t - lag and frame t next to
         ``box`` (full-size px), the camera's motion outside it undone (None where too little moved),
         and the share of the pixels outside ``away_from`` (full-size px; 0.0 when None or when
@@ -134,8 +139,10 @@ class _GreyFrames:
         cur, k = self(t)
         before, _ = self(max(0, t - self.lag))
         small_box = box * k
-        changed, valid = changed_pixels(_aligned(before, cur, small_box, reach * height * k + 8), cur, threshold)
-        found = moving_box(changed, small_box, height * k, reach=reach, min_area=min_share * area * k * k)
+        reach = self.reach
+        changed, valid = changed_pixels(_aligned(before, cur, small_box, reach * height * k + 8), cur, self.threshold)
+        found = moving_box(changed, small_box, height * k, reach=reach, min_area=self.min_share * area * k * k,
+                           bridge=self.part_gap)
         if found is None:
             return None, 0.0
         elsewhere = 0.0 if away_from is None else share_outside(changed, valid, away_from * k)
@@ -153,15 +160,16 @@ def share_outside(changed: np.ndarray, valid: np.ndarray, box: np.ndarray) -> fl
     return float((changed & outside).sum() / n) if n else 0.0
 
 
-def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *, threshold: float = 25.0,
-                  frames: int = 30, lag: int = 2, reach: float = 0.15, min_share: float = 0.02,
-                  max_area: float = 2.5, back: float = 0.15, width: int = 320) -> list[int]:
+def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, settings: BridgeSettings) -> list[int]:
     """Extend a lost walker's removed boxes (in place; see the module docstring) past the end of
     their walk-on (the bridged frames after ``last``, their last sighting): each later frame's box
     becomes the box around what moved next to the box of the frame before, joined with the last
     sighting's box. Stops at the first frame where too little moves or too much, or after
-    ``frames`` frames, or at the end of ``boxes`` (the shot). ``read_frames(a, b)`` gives frames
-    a..b-1. Returns the frames whose box it set (bridged: ``gap`` True)."""
+    ``settings.follow_frames`` frames, or at the end of ``boxes`` (the shot); ``follow_motion`` 0:
+    off. ``read_frames(a, b)`` gives frames a..b-1. Returns the frames whose box it set (bridged:
+    ``gap`` True)."""
+    threshold, frames, max_area, back = (settings.follow_motion, settings.follow_frames, settings.follow_max_area,
+                                         settings.follow_back)
     t_len = len(boxes)
     ref = boxes[last]
     if not np.all(np.isfinite(ref)) or last + 1 >= t_len or threshold <= 0:
@@ -177,7 +185,7 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     h_img, w_img = np.asarray(read_frames(last, last + 1)[0]).shape[:2]
     end = np.clip(boxes[walk_end], 0, [w_img, h_img, w_img, h_img])
     area = max(area, float((end[2] - end[0]) * (end[3] - end[1])))
-    grey = _GreyFrames(read_frames, t_len, lag, width)
+    grey = _GreyFrames(read_frames, t_len, settings)
 
     # the way they were walking: what follows them must keep going that way (its leading edge never
     # falls back by more than ``back`` x their height; what moves behind them once they left, parallax
@@ -190,7 +198,7 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     changed: list[int] = []
     prev_box = boxes[walk_end].astype(np.float32)
     for t in range(walk_end + 1, stop):
-        moved, _ = grey.moved_at(t, prev_box, height, area, threshold=threshold, reach=reach, min_share=min_share)
+        moved, _ = grey.moved_at(t, prev_box, height, area, away_from=None)
         if moved is None or np.isfinite(boxes[t, 0]):
             break  # nothing moves next to them any more (or the track goes on there)
         if (moved[2] - moved[0]) * (moved[3] - moved[1]) > max_area * area:
@@ -207,21 +215,20 @@ def follow_moving(boxes: np.ndarray, gap: np.ndarray, last: int, read_frames, *,
     return changed
 
 
-def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, threshold: float, limit: float,
-                still_share: float, lag: int = 2, reach: float = 0.15, min_share: float = 0.02,
-                width: int = 320) -> list[int]:
+def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, settings: BridgeSettings) -> list[int]:
     """Grow a held person's removed boxes (in place) by what moves at them: over the frames
     ``held`` (bridged with frame ``last``'s box, their last sighting), each box becomes the held box
-    joined with what changed next to the region of the frame before, as far as ``limit`` x their
-    height past the held box. A person whose box centre had almost stopped may still move their
+    joined with what changed next to the region of the frame before, as far as ``held_reach`` x
+    their height past the held box. A person whose box centre had almost stopped may still move their
     legs or arms (a slow walker lost behind someone), and those move out of the held box; a
     person who stands still, or is hidden, moves nothing there and keeps the held box. Held, they
     are still where they were: their limbs reach no farther than about a limb's length past the
     box they were seen in, so whatever else moves there (someone passing, a car) adds nothing past
     that. Motion singles out their limbs only where the rest of the picture holds still: a frame in
-    which more than ``still_share`` of the pixels beyond that reach changed (a moving camera's
-    parallax, traffic) grows nothing. Stops at the first frame where nothing moves at them.
-    Returns the frames whose box it grew."""
+    which more than ``held_still_share`` of the pixels beyond that reach changed (a moving camera's
+    parallax, traffic) grows nothing. Stops at the first frame where nothing moves at them;
+    ``follow_motion`` 0: off. Returns the frames whose box it grew."""
+    threshold, limit, still_share = settings.follow_motion, settings.held_reach, settings.held_still_share
     t_len = len(boxes)
     ref = boxes[last].astype(np.float32)
     if not np.all(np.isfinite(ref)) or threshold <= 0 or len(held) == 0:
@@ -229,12 +236,11 @@ def follow_held(boxes: np.ndarray, last: int, held: range, read_frames, *, thres
     height = float(ref[3] - ref[1])
     area = float((ref[2] - ref[0]) * (ref[3] - ref[1]))
     bound = ref + np.float32(limit * height) * np.array([-1, -1, 1, 1], np.float32)
-    grey = _GreyFrames(read_frames, t_len, lag, width)
+    grey = _GreyFrames(read_frames, t_len, settings)
     grown: list[int] = []
     region = ref
     for t in held:
-        moved, elsewhere = grey.moved_at(t, region, height, area, threshold=threshold, reach=reach,
-                                         min_share=min_share, away_from=bound)
+        moved, elsewhere = grey.moved_at(t, region, height, area, away_from=bound)
         if moved is None:
             break  # nothing moves at them: still, or hidden
         if elsewhere > still_share:

@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import Field
 
 from anonymask.core.registry import register
+from anonymask.models.anonymizer.pose.settings import SamePersonSettings
 from anonymask.models.shared.geometry import box_iou
 
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)
@@ -97,21 +98,22 @@ class Detection:
         return float(self.box[3] - self.box[1])
 
 
-def same_person(a: Detection, b: Detection, tol: float = 0.12, min_conf: float = 0.5) -> bool:
-    """Two detections of one person: their confidently seen body landmarks coincide (median
-    distance below ``tol`` x body size). Two people overlapping in the image do not pass: their
-    joints are in different places even where their boxes overlap."""
+def same_person(a: Detection, b: Detection, tol: float, same: SamePersonSettings) -> bool:
+    """Two detections of one person: their confidently seen body landmarks (visibility >=
+    ``same.min_conf``) coincide (median distance below ``tol`` x body size; ``same.tol`` for a
+    duplicate, the callers that match across frames allow more). Two people overlapping in the
+    image do not pass: their joints are in different places even where their boxes overlap."""
     idx = np.array(BODY_LANDMARKS)
-    both = (a.conf[idx] >= min_conf) & (b.conf[idx] >= min_conf)
+    both = (a.conf[idx] >= same.min_conf) & (b.conf[idx] >= same.min_conf)
     if both.sum() < 3:
-        return box_iou(a.box, b.box) > 0.7
+        return box_iou(a.box, b.box) > same.box_iou
     d = np.linalg.norm(a.kp2d[idx][both] - b.kp2d[idx][both], axis=1)
     size = max(a.height, b.height, 1.0)
     return float(np.median(d)) < tol * size
 
 
-def covered(d: Detection, others: list[Detection], frac: float = 0.5) -> bool:
-    """Most of d's box lies inside a detection already found (a part of a person found again)."""
+def covered(d: Detection, others: list[Detection], frac: float) -> bool:
+    """More than ``frac`` of d's box lies inside a detection already found (a part of a person found again)."""
     a = max(1.0, float((d.box[2] - d.box[0]) * (d.box[3] - d.box[1])))
     for o in others:
         x0, y0 = max(d.box[0], o.box[0]), max(d.box[1], o.box[1])
@@ -160,22 +162,23 @@ def mask_overlap(d: Detection, others: list[Detection]) -> float:
     return float((m & covered_by(d.region[:2], m.shape, others)).sum()) / total
 
 
-def known_person(d: Detection, others: list[Detection]) -> bool:
+def known_person(d: Detection, others: list[Detection], same: SamePersonSettings) -> bool:
     """d is a person already found (same landmarks) or a part of one / the same pixels found again
-    with wrong landmarks (mostly on their mask; mostly inside their box where a mask is not kept).
-    Boxes alone would merge two overlapping people (one's box often holds the other's)."""
+    with wrong landmarks (more than ``same.cover`` on their mask, or inside their box where a mask
+    is not kept). Boxes alone would merge two overlapping people (one's box often holds the other's)."""
     no_mask = [o for o in others if o.mask.size == 0]
-    return (any(same_person(o, d) for o in others) or covered(d, no_mask) or mask_overlap(d, others) > 0.5)
+    return (any(same_person(o, d, same.tol, same) for o in others) or covered(d, no_mask, same.cover)
+            or mask_overlap(d, others) > same.cover)
 
 
-def merge_detections(dets: list[Detection]) -> list[Detection]:
+def merge_detections(dets: list[Detection], same: SamePersonSettings) -> list[Detection]:
     """Drop duplicates (same person found by the full frame, a tile and a crop): keep the larger
     (a tile cuts people at its border), masks united."""
     order = sorted(range(len(dets)), key=lambda i: -(dets[i].height * (0.5 + dets[i].score)))
     kept: list[Detection] = []
     for i in order:
         d = dets[i]
-        dup = next((k for k in kept if same_person(k, d)), None)
+        dup = next((k for k in kept if same_person(k, d, same.tol, same)), None)
         if dup is None:
             kept.append(d)
             continue
@@ -192,7 +195,7 @@ def merge_detections(dets: list[Detection]) -> list[Detection]:
     return kept
 
 
-def square_tiles(h: int, w: int, frac: float = 0.6, overlap: float = 0.5) -> list[tuple[int, int, int]]:
+def square_tiles(h: int, w: int, frac: float, overlap: float) -> list[tuple[int, int, int]]:
     """(x0, y0, side) square tiles of side frac*min(h,w) covering the frame with ``overlap``."""
     side = int(round(frac * min(h, w)))
     if side < 32 or side >= min(h, w):
@@ -265,7 +268,7 @@ class PeopleDetector:
             out.append((kp, vis, world, m.reshape(h, w)))
         return out
 
-    def _detection(self, kp, vis, world, mask_full, frame_hw, offset=(0.0, 0.0), scale=1.0, source="frame"):
+    def _detection(self, kp, vis, world, mask_full, frame_hw, offset, scale, source):
         """Build a Detection from results on an image that maps to the frame by x = offset + u*scale."""
         fh, fw = frame_hw
         kp = kp * scale + np.asarray(offset, np.float32)
@@ -313,7 +316,7 @@ class PeopleDetector:
 
     def detect(self, frame: np.ndarray) -> list[Detection]:
         h, w = frame.shape[:2]
-        dets = [self._detection(*r, (h, w)) for r in self._run(frame)]
+        dets = [self._detection(*r, (h, w), (0.0, 0.0), 1.0, "frame") for r in self._run(frame)]
         return [d for d in dets if d is not None]
 
     def detect_region(self, frame: np.ndarray, x0: float, y0: float, side: float, source: str = "crop") -> list[Detection]:

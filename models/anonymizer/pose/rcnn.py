@@ -35,6 +35,13 @@ MASK_FILE = "maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
 SUBDIR = "torchvision"
 URL = "https://download.pytorch.org/models/"
 
+#: the landmark model's person flag and body-landmark visibility a region around an R-CNN person must
+#: reach for their landmarks and mask to come from it (the values discovery follows people with:
+#: pose4d.discover.follow_min_flag and follow_min_score)
+ROI_MIN_FLAG, ROI_MIN_SCORE = 0.5, 0.35
+#: landmark visibility a body landmark needs to size that region (pose4d.discover.region_conf)
+ROI_LANDMARK_CONF = 0.3
+
 #: COCO keypoint k -> MediaPipe/BlazePose landmark index
 COCO_TO_BLAZEPOSE = (0, 2, 5, 7, 8, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)
 
@@ -119,7 +126,7 @@ class RCNNPeopleDetector:
         if self._roi is None:
             from anonymask.models.anonymizer.pose.roi import RoiLandmarker
 
-            self._roi = RoiLandmarker()
+            self._roi = RoiLandmarker(ROI_MIN_FLAG)
         return self._roi
 
     def _infer(self, image: np.ndarray):
@@ -153,9 +160,9 @@ class RCNNPeopleDetector:
         for box, kps, ks, _score, mask in zip(*self._infer(frame)):
             kp2d, conf = coco_to_landmarks(kps, ks)
             d = None
-            roi = roi_from_landmarks(kp2d, conf)
+            roi = roi_from_landmarks(kp2d, conf, ROI_LANDMARK_CONF)
             if roi is not None:
-                d, nxt, _ = self.roi.track(frame, roi)
+                d, nxt, _ = self.roi.track(frame, roi, ROI_MIN_SCORE)
                 if d is not None and box_iou(d.box, box) < 0.3:
                     d = None  # the landmark model went to someone else
                 if d is not None:

@@ -31,20 +31,27 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -30, 30)))
 
 
-def roi_from_aux(centre: np.ndarray, scale_pt: np.ndarray, enlarge: float = 1.25) -> tuple[float, float, float, float]:
+#: MediaPipe's pose tracking enlarges the region its auxiliary points span by this (the landmark
+#: model was trained on regions made so; a property of the model, not a tuning choice)
+MEDIAPIPE_ROI_ENLARGE = 1.25
+
+
+def roi_from_aux(centre: np.ndarray, scale_pt: np.ndarray) -> tuple[float, float, float, float]:
     """(cx, cy, side, rotation rad) from the hip centre and the scale/rotation point, as MediaPipe:
-    side = 2 |p - c| * 1.25, rotation makes the c -> p direction point up in the crop."""
+    side = 2 |p - c| * :data:`MEDIAPIPE_ROI_ENLARGE`, rotation makes the c -> p direction point up in
+    the crop."""
     d = np.asarray(scale_pt, np.float64) - np.asarray(centre, np.float64)
-    side = 2.0 * float(np.hypot(*d)) * enlarge
+    side = 2.0 * float(np.hypot(*d)) * MEDIAPIPE_ROI_ENLARGE
     rot = math.pi / 2 - math.atan2(-d[1], d[0])
     rot = (rot + math.pi) % (2 * math.pi) - math.pi
     return float(centre[0]), float(centre[1]), side, rot
 
 
-def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float = 0.3) -> tuple[float, float, float, float] | None:
+def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float) -> tuple[float, float, float, float] | None:
     """An approximate region from the 33 body landmarks (for a person found by the detector):
     centred on the hips, upright along hips -> shoulders, side 2.5 x the largest landmark distance
-    from the hip centre (as the auxiliary points would give)."""
+    from the hip centre (as the auxiliary points would give), over the body landmarks seen with
+    visibility >= ``min_conf`` (all of them where fewer than four are)."""
     hips, shoulders = kp2d[[23, 24]], kp2d[[11, 12]]
     if min(conf[[23, 24]].min(), conf[[11, 12]].min()) < 0.05:
         return None
@@ -66,14 +73,18 @@ def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float = 0.3
 THREADS_ENV = variable("cpu_threads")
 
 
-def cpu_threads(limit: int = 4) -> int:
+#: most threads one landmark-model call uses by default (a 256x256 model gains little beyond)
+MAX_CPU_THREADS = 4
+
+
+def cpu_threads() -> int:
     """Threads for one landmark-model call: ``$ANONYMASK_CPU_THREADS`` when set, else the cores
-    this process may run on, at most ``limit``. On the 2-core VM 2 threads made a call 1.85x
+    this process may run on, at most :data:`MAX_CPU_THREADS`. On the 2-core VM 2 threads made a call 1.85x
     faster than 1 (16.4 -> 8.9 ms, idle machine) with bit-identical outputs."""
     threads = environment().cpu_threads
     if threads is not None:
         return threads
-    return max(1, min(int(limit), available_cores()))
+    return max(1, min(MAX_CPU_THREADS, available_cores()))
 
 
 def available_cores() -> int:
@@ -87,7 +98,7 @@ def available_cores() -> int:
 class RoiLandmarker:
     """``track(frame, roi)`` -> (Detection or None, next roi, presence flag)."""
 
-    def __init__(self, min_flag: float = 0.5, threads: int | None = None):
+    def __init__(self, min_flag: float, threads: int | None = None):
         from ai_edge_litert.interpreter import Interpreter
 
         path = os.path.join(mediapipe_models_dir(), "pose_landmark", "pose_landmark_full.tflite")
@@ -116,7 +127,7 @@ class RoiLandmarker:
         m[:, 2] = off
         return m
 
-    def track(self, frame: np.ndarray, roi, min_score: float = 0.35):
+    def track(self, frame: np.ndarray, roi, min_score: float):
         h, w = frame.shape[:2]
         m = self._affine(roi)
         crop = cv2.warpAffine(frame, m, (_SIZE, _SIZE), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,

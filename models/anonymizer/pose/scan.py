@@ -63,7 +63,7 @@ import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.pose.people import Detection, box_iou, known_person, mask_overlap
-from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
+from anonymask.models.anonymizer.pose.settings import EvidenceSettings, SamePersonSettings, ScanSettings
 
 
 class Look(Enum):
@@ -168,15 +168,15 @@ def _inside(pt: tuple[float, float], box: np.ndarray, grow: float = 0.0) -> bool
 class PoseScanner:
     """``scan(frame, known)`` -> new detections (source ``scan``); see the module docstring."""
 
-    def __init__(self, roi, settings: ScanSettings, evidence: PersonEvidence | None):
+    def __init__(self, roi, settings: ScanSettings, evidence: PersonEvidence | None, same: SamePersonSettings):
         """``roi``: the landmark model to look with (None: a new one); ``evidence``: the second
-        opinion a hit needs (None: none)."""
+        opinion a hit needs (None: none); ``same``: when a body is someone already found."""
         if roi is None:
             from anonymask.models.anonymizer.pose.roi import RoiLandmarker
 
-            roi = RoiLandmarker()
+            roi = RoiLandmarker(settings.first_flag)
         s = settings
-        self.roi = roi
+        self.roi, self.same, self.region_conf = roi, same, s.region_conf
         self.sides, self.min_side, self.stride = tuple(s.sides), s.min_side, s.stride
         self.first_flag, self.min_flag, self.min_score = s.first_flag, s.min_flag, s.min_score
         self.refine, self.rotate = s.refine, s.rotate
@@ -185,6 +185,9 @@ class PoseScanner:
         self.anchor_scales = tuple(s.anchor_scales) if s.anchor else ()
         self.anchor_tol, self.anchor_flag = s.anchor_tol, s.anchor_flag
         self.anchor_shift, self.anchor_jitter = s.anchor_shift, s.anchor_jitter
+        self.anchor_same_tol, self.min_leg, self.max_shoulders = s.anchor_same_tol, s.min_leg, s.max_shoulders
+        self.same_body_overlap, self.search_regions, self.search_iou = (s.same_body_overlap, s.search_regions,
+                                                                        s.search_iou)
         self.change_tol, self.change_min = s.change_tol, s.change_min
         self._last: np.ndarray | None = None  # the last scan's frame, grey at 1/4 size (change gating)
         self.skip_unchanged = s.skip_unchanged
@@ -223,7 +226,7 @@ class PoseScanner:
         if first is not None:
             from anonymask.models.anonymizer.pose.roi import roi_from_landmarks
 
-            alt = roi_from_landmarks(first.kp2d, first.conf)
+            alt = roi_from_landmarks(first.kp2d, first.conf, self.region_conf)
             if alt is not None:
                 starts.append(alt)
         for start in starts:
@@ -262,7 +265,7 @@ class PoseScanner:
             if d is None or flag < self.anchor_flag:
                 continue
             off = float(np.hypot(nxt[0] - cx, nxt[1] - cy)) / max(roi[2], 1.0)
-            if off > self.anchor_tol or not same_person(d, first, tol=0.25) or not self._stable(frame, roi, d):
+            if off > self.anchor_tol or not same_person(d, first, self.anchor_same_tol, self.same) or not self._stable(frame, roi, d):
                 continue
             d.roi_next = (nxt[0], nxt[1], nxt[2] * k, nxt[3])
             self.anchored += 1
@@ -302,15 +305,16 @@ class PoseScanner:
         d0, nxt, flag = self.roi.track(frame, roi, min_score=self.min_score)
         if d0 is None or flag < self.first_flag:
             return None, Look.EMPTY
-        if known_person(d0, taken):  # the region holds (part of) someone already found
+        if known_person(d0, taken, self.same):  # the region holds (part of) someone already found
             return None, Look.KNOWN
         d = self._refined(frame, nxt, d0)
         if d is None or d.score < self.min_score:
             return None, Look.TURNED_DOWN
-        if known_person(d, taken):  # someone already found (people may overlap: masks, not boxes)
+        if known_person(d, taken, self.same):  # someone already found (people may overlap: masks, not boxes)
             return None, Look.KNOWN
         bw, bh = float(d.box[2] - d.box[0]), float(d.box[3] - d.box[1])
-        if bh < min_aspect * bw or (min_aspect > 0 and not _plausible_body(d, frame.shape[0])):
+        if bh < min_aspect * bw or (min_aspect > 0 and not _plausible_body(d, frame.shape[0], self.min_leg,
+                                                                           self.max_shoulders)):
             self.rejected += 1
             return None, Look.TURNED_DOWN
         if self.evidence is not None:
@@ -376,7 +380,7 @@ class PoseScanner:
             if d is None:
                 continue
             # one person found twice by the scan (upper body, then whole body): keep the larger
-            part = next((k for k, o in enumerate(found) if mask_overlap(o, [d]) > 0.6), None)
+            part = next((k for k, o in enumerate(found) if mask_overlap(o, [d]) > self.same_body_overlap), None)
             if part is not None:
                 found[part] = d
             else:
@@ -384,8 +388,8 @@ class PoseScanner:
         return found
 
     def search(self, frame: np.ndarray, box: np.ndarray, known: list[Detection] = ()) -> Detection | None:
-        """A lost person near ``box`` (their predicted box): a few regions around it at three
-        scales (for a person occluded for a while, turned away, or whom the region tracking let go)."""
+        """A lost person near ``box`` (their predicted box): the ``search_regions`` around it (for a
+        person occluded for a while, turned away, or whom the region tracking let go)."""
         self.last_evidence = []
         bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
         size = max(bw, bh, 16.0)
@@ -401,9 +405,9 @@ class PoseScanner:
                 x0, y0, x1, y1 = o.region
                 sub = img[y0:y1, x0:x1]
                 sub[o.mask[: y1 - y0, : x1 - x0] >= 0.5] = 127
-        for k, dx, dy in ((1.4, 0.0, 0.0), (1.9, 0.0, 0.0), (1.4, -0.2, 0.0), (1.4, 0.2, 0.0)):
+        for k, dx, dy in self.search_regions:
             d = self._candidate(img, (cx + dx * size, cy + dy * size, k * size, 0.0), known, None, 0.0)
-            if d is not None and box_iou(d.box, box) > 0.2:
+            if d is not None and box_iou(d.box, box) > self.search_iou:
                 return d
         return None
 
@@ -463,7 +467,7 @@ def _centre(box: np.ndarray) -> tuple[float, float]:
     return float((box[0] + box[2]) / 2), float((box[1] + box[3]) / 2)
 
 
-def _plausible_body(d: Detection, height: int, min_leg: float = 0.7, max_shoulders: float = 2.0) -> bool:
+def _plausible_body(d: Detection, height: int, min_leg: float, max_shoulders: float) -> bool:
     """An upright body seen down to the ankles has legs (hip-knee-ankle, in the image) at least
     ``min_leg`` x its torso (shoulders-hips); measured 1.2-1.8 on the real and synthetic people,
     0.5 on a cable and a cylinder the landmark model took for a person. Bodies whose ankles are

@@ -3,9 +3,10 @@
 One sub-model per pass of person discovery (models/anonymizer/pose/estimate.py): ``discover`` (detect and
 follow, frame by frame), ``link``, ``confirm``, ``fit``, ``bridge`` (hold and extend past a track's
 ends), ``faces`` and ``exposure`` (what the models see of a dim shot). Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
-and passed down whole; the passes and the classes they build take every value from here and have
-no defaults of their own (tests/models/pose/test_pose_settings.py checks that), so a test that
-calls a pass runs the configuration production runs.
+and passed down whole; the passes, the classes they build and every helper they call take every
+value from here and keep no numeric default of their own (tests/models/pose/test_pose_settings.py
+walks every function of models/anonymizer/pose and checks that), so a test that calls a pass runs
+the configuration production runs, and no threshold hides where no setting reaches it.
 
 Every threshold says its unit and why it is there. Which clips showed the need for a value, and
 the sweeps that chose it, are in docs/RESULTS.md (search for the setting's name).
@@ -18,6 +19,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class PassSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SamePersonSettings(PassSettings):
+    """When two detections are one person (models/anonymizer/pose/people.py ``same_person``,
+    ``known_person``): duplicates from the frame, a tile, a crop or the scan, and a part of someone
+    found again."""
+
+    tol: float = Field(0.12, gt=0.0, description="person heights: median distance of two detections' confidently "
+                                                 "seen body landmarks under which they are one person (two "
+                                                 "overlapping people have their joints in different places)")
+    min_conf: float = Field(0.5, ge=0.0, le=1.0, description="landmark visibility a body landmark needs in both "
+                                                             "detections to be compared")
+    box_iou: float = Field(0.7, ge=0.0, le=1.0, description="box IoU above which two detections with fewer than "
+                                                            "three landmarks seen in both are one person")
+    cover: float = Field(0.5, ge=0.0, le=1.0, description="share of a detection's mask (its box, where a person's "
+                                                          "mask is no longer kept) on someone already found: a "
+                                                          "part of them found again")
 
 
 class DiscoverSettings(PassSettings):
@@ -33,10 +51,23 @@ class DiscoverSettings(PassSettings):
     tile_frac: float = Field(0.6, gt=0.0, le=1.0, description="tile side as a share of the frame's short side")
     tile_min_score: float = Field(0.5, ge=0.0, le=1.0, description="detector score a tile's detection needs "
                                                                    "(a tile sees less context than the frame)")
+    tile_overlap: float = Field(0.5, ge=0.0, lt=1.0, description="share of a tile's side neighbouring tiles "
+                                                                 "overlap by (a person cut by one tile is whole "
+                                                                 "in the next)")
+    same: SamePersonSettings = SamePersonSettings()
     recover_missed: bool = Field(True, description="a person the frame detector missed is searched for in a crop "
                                                    "around where their track was predicted")
     roi_tracking: bool = Field(True, description="follow each person by the landmark model on a region from their "
                                                  "last landmarks (a person seen from behind has no detectable face)")
+    follow_min_flag: float = Field(0.5, ge=0.0, le=1.0, description="person flag of the landmark model below which "
+                                                                    "a followed region holds nobody (~0 on a wall, "
+                                                                    "~1 on a person)")
+    region_conf: float = Field(0.3, ge=0.0, le=1.0, description="landmark visibility a body landmark needs to "
+                                                               "size the region a detected person is followed "
+                                                               "in (a guessed limb would stretch it)")
+    follow_min_score: float = Field(0.35, ge=0.0, le=1.0, description="mean body-landmark visibility a followed "
+                                                                      "person needs to stay followed (lower: the "
+                                                                      "region slid off them)")
     hold: bool = Field(True, description="a track lost while its person's pixels are unchanged is held in place "
                                          "(a still person the landmark model lets go of)")
     hold_tol: float = Field(12.0, ge=0.0, description="grey levels: mean change of a lost person's region under "
@@ -98,6 +129,8 @@ class DiscoverSettings(PassSettings):
                                                   "held back in place while its first region looks the same (the "
                                                   "hold's test: hold_tol, hold_visible): a still person the scan "
                                                   "found late was there before")
+    backfill_read_frames: int = Field(64, ge=1, description="frames read at a time while following tracks back "
+                                                            "(memory only: results are the same)")
 
 
 class ScanSettings(PassSettings):
@@ -115,6 +148,9 @@ class ScanSettings(PassSettings):
     refine: int = Field(2, ge=1, description="steps of the region the model predicts from the last, as in "
                                              "MediaPipe's own tracking")
     first_flag: float = Field(0.5, ge=0.0, le=1.0, description="person flag the first look needs to be refined")
+    region_conf: float = Field(0.3, ge=0.0, le=1.0, description="landmark visibility a body landmark needs to "
+                                                               "size the region a refinement restarts from (the "
+                                                               "first look's landmarks)")
     min_flag: float = Field(0.9, ge=0.0, le=1.0, description="person flag after refining for a person to be found")
     min_score: float = Field(0.6, ge=0.0, le=1.0, description="landmark visibility score of a found person")
     min_aspect: float = Field(0.9, gt=0.0, description="height / width a found body needs (clutter is often wide)")
@@ -130,6 +166,25 @@ class ScanSettings(PassSettings):
     anchor_shift: float = Field(0.08, ge=0.0, description="region sides the stability check shifts the region by")
     anchor_jitter: float = Field(0.05, ge=0.0, description="person heights the landmarks may move under that shift "
                                                            "(0.04 measured on a real person, 0.08 on clutter)")
+    anchor_same_tol: float = Field(0.25, gt=0.0, description="person heights an anchored body's landmarks may "
+                                                             "differ from the first look's and still be the body "
+                                                             "the first look found")
+    min_leg: float = Field(0.7, ge=0.0, description="torso lengths: an upright body seen down to the ankles has "
+                                                    "legs at least this long (1.2-1.8 on people, 0.5 on a cable "
+                                                    "and a cylinder the landmark model took for one)")
+    max_shoulders: float = Field(2.0, gt=0.0, description="torso lengths: shoulders wider than this are not a body "
+                                                          "(0.08-0.63 on people found by the scan, 1.1-1.4 kicking; "
+                                                          "2.7-5.9 on bodies drawn on a tank and on a man's arms)")
+    same_body_overlap: float = Field(0.6, ge=0.0, le=1.0, description="share of a scan hit's mask another hit of "
+                                                                      "the same scan covers: one person found "
+                                                                      "twice (upper body, then whole), the larger "
+                                                                      "kept")
+    search_regions: tuple[tuple[float, float, float], ...] = Field(
+        ((1.4, 0.0, 0.0), (1.9, 0.0, 0.0), (1.4, -0.2, 0.0), (1.4, 0.2, 0.0)), min_length=1,
+        description="(side, dx, dy) regions around a lost person's predicted box, in box sizes, tried in order "
+                    "(occluded for a while, turned away, or let go by the region tracking)")
+    search_iou: float = Field(0.2, ge=0.0, le=1.0, description="box IoU a body found near a lost person needs "
+                                                               "with their predicted box to be them")
     change_tol: float = Field(12.0, ge=0.0, description="grey levels: a region's pixels changed since the last scan")
     change_min: float = Field(0.002, ge=0.0, le=1.0, description="share of a region's pixels that must have changed "
                                                                  "for it to be looked at again")
@@ -198,6 +253,9 @@ class ConfirmSettings(PassSettings):
 
     min_visible_frames: int = Field(2, ge=1, description="frames a track must be seen to be posed: one frame's "
                                                          "landmarks fit no motion (capped at the video length)")
+    box_smooth: int = Field(2, ge=0, description="frames each side a box avatar's box (a person seen too briefly "
+                                                 "to pose, a face person) is averaged over: detector boxes jitter "
+                                                 "by a few px, an avatar that jumps with them draws the eye")
 
 
 class FitSettings(PassSettings):
@@ -206,6 +264,19 @@ class FitSettings(PassSettings):
     iterations: int = Field(150, ge=1, description="optimiser steps per fit")
     w_3d: float = Field(0.25, ge=0.0, description="weight of the landmark model's 3-D landmarks against the 2-D "
                                                   "reprojection (followed closely, their depth turns limbs)")
+    lr: float = Field(0.05, gt=0.0, description="Adam step size of the body fit (radians and metres per step)")
+    w_2d: float = Field(1.0, ge=0.0, description="weight of the 2-D reprojection error (in image heights), the "
+                                                 "term the other weights are relative to")
+    w_prior: float = Field(0.0, ge=0.0, description="weight of the pull of the body pose towards rest (0: none; "
+                                                    "0.1 raised the demo and hard sets' mean MPJPE 113 -> 129 mm)")
+    w_smooth: float = Field(0.1, ge=0.0, description="weight of the frame-to-frame change of the pose (a known "
+                                                     "motion with noisy landmarks: 18 mm MPJPE without, 15 mm "
+                                                     "with 0.1)")
+    smooth_sigma: float = Field(1.0, ge=0.0, description="frames: Gaussian smoothing of the fitted pose over time "
+                                                         "after the fit (0: none)")
+    min_confidence: float = Field(0.3, ge=0.0, le=1.0, description="landmark visibility below which a landmark "
+                                                                   "does not pull on the fit (0.6: mean MPJPE "
+                                                                   "113 -> 118 mm)")
     batch_frames: int = Field(2048, ge=1, description="padded frames fitted in one optimisation (memory of one "
                                                       "long track; shorter tracks share the steps' fixed cost)")
     check_reach: bool = Field(False, description="give the box avatar to a person whose fit reaches far past their "
@@ -244,6 +315,24 @@ class BridgeSettings(PassSettings):
     start_overlap: float = Field(0.2, ge=0.0, le=1.0, description="share of a late track's first box inside "
                                                                   "someone else's: it was hidden there, so it is "
                                                                   "held before its first frame too")
+    follow_lag: int = Field(2, ge=1, description="frames between the two frames the motion test compares (one "
+                                                 "frame apart, a slow limb moves less than the test sees)")
+    follow_reach: float = Field(0.15, ge=0.0, description="person heights around the box of the frame before "
+                                                          "that a change must reach into to be the person's")
+    follow_min_share: float = Field(0.02, ge=0.0, le=1.0, description="share of the person's box area that must "
+                                                                      "change to follow on (less: they left or "
+                                                                      "stopped)")
+    follow_max_area: float = Field(2.5, gt=0.0, description="person box areas: more change than this is not one "
+                                                            "person (a van, a pan the alignment cannot undo); "
+                                                            "following stops")
+    follow_back: float = Field(0.15, ge=0.0, description="person heights the moving part's leading edge may fall "
+                                                         "back against the way they walked (beyond: parallax "
+                                                         "behind someone who left)")
+    follow_width: int = Field(320, ge=32, description="px: frame width the motion test runs at (noise averages "
+                                                      "out, and it is cheap)")
+    follow_part_gap: float = Field(0.08, ge=0.0, description="person heights: changes this close are joined into "
+                                                             "one part (a plain-coloured leg changes only at its "
+                                                             "edges; their gap is about its width)")
 
 
 class FaceSettings(PassSettings):
@@ -268,6 +357,13 @@ class FaceSettings(PassSettings):
     confirm_min_prob: float = Field(0.5, ge=0.0, le=1.0, description="median segmentation probability inside the "
                                                                      "face box for it to be a person's face")
     read_frames: int = Field(64, ge=1, description="frames read at a time by the face search (memory only)")
+    head_cover: float = Field(0.4, ge=0.0, le=1.0, description="share of a face box an avatar's head must cover "
+                                                               "to stand for that face")
+    head_min_width: float = Field(0.4, ge=0.0, description="face widths: an avatar head narrower than this stands "
+                                                           "for no face (a spurious body fitted small into a "
+                                                           "close-up's box)")
+    box_grow: float = Field(0.1, ge=0.0, description="person box sizes a box is grown by when it holds a face's "
+                                                     "centre (without avatar heads: the face is that person's)")
     yield_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU with a face person's body above which "
                                                               "another track is that person and yields its avatar")
     same_face_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU above which a face found in a body's "

@@ -22,7 +22,7 @@ def _run(carphone, settings: FaceSettings):
     body = get_body_model()
     cam = default_camera(w, h)
     boxes = np.tile(face, (t_len, 1)).astype(np.float32)
-    track = box_track(boxes, cam, body, 0, anchor="face")
+    track = box_track(boxes, cam, body, 0, "face", 2)
     people = [Person([5], list(range(t_len)), boxes, np.zeros(t_len, bool), Kind.POSED, track)]
     painted: dict[int, list[tuple[int, np.ndarray]]] = {}
 
@@ -34,7 +34,7 @@ def _run(carphone, settings: FaceSettings):
 
     diag = PoseDiagnostics()
     add_face_people(people, lambda a, b: carphone[a:b], t_len, body.rest_joints(), cam, lambda: body, 6,
-                    paint_frame, settings, diag)
+                    paint_frame, settings, 2, diag)
     return face, painted, people, diag
 
 

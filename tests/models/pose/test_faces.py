@@ -27,7 +27,7 @@ def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carpho
     around = np.tile(np.array([0, 0, 176, 144], np.float32), (1, t_len, 1))
     assert unexplained_faces(lambda a, b: carphone[a:b], t_len, around, finder=_finder(), settings=EVERY_FRAME,
                              heads=None, explained_by=None) == []
-    assert explained(box, [np.array([0, 0, 176, 144])]) and not explained(box, [np.array([0, 0, 20, 20])])
+    assert explained(box, [np.array([0, 0, 176, 144])], 0.1) and not explained(box, [np.array([0, 0, 20, 20])], 0.1)
     m = FaceBodyMask(S.mask_threshold)(f, box) >= 0.5
     x0, y0, x1, y1 = box.astype(int)
     assert m[y0:y1, x0:x1].all()  # the face is in
@@ -55,32 +55,38 @@ def test_a_face_is_explained_by_an_avatar_head_on_it_not_by_a_body_box_around_it
     from anonymask.models.anonymizer.pose.estimate import default_camera
     from anonymask.models.anonymizer.pose.faces import avatar_heads, head_covers
     from anonymask.models.anonymizer.pose.fallback import box_track
+    from anonymask.models.anonymizer.pose.settings import FaceSettings
     from anonymask.models.shared.body.model import get_body_model
 
     t_len, h, w = carphone.shape[:3]
     face, _ = _finder().detect(carphone[0])[0]
     body = get_body_model()
     cam = default_camera(w, h)
-    on_face = box_track(np.tile(face, (t_len, 1)), cam, body, 0, anchor="face")
+    on_face = box_track(np.tile(face, (t_len, 1)), cam, body, 0, "face", 2)
     # a small body standing in the lower half of the frame, its box around the face's centre
     cx, cy = (face[0] + face[2]) / 2, (face[1] + face[3]) / 2
-    small = box_track(np.tile(np.array([cx - 12, cy - 30, cx + 12, h], np.float32), (t_len, 1)), cam, body, 1)
+    small_box = np.array([cx - 12, cy - 30, cx + 12, h], np.float32)
+    small = box_track(np.tile(small_box, (t_len, 1)), cam, body, 1, "body", 2)
     heads = avatar_heads([on_face, small], body.rest_joints(), cam, t_len)
     assert np.isfinite(heads).all()
-    assert head_covers(face, [heads[0, 0]]) and not head_covers(face, [heads[1, 0]])
+    faces = FaceSettings()
+
+    def covers(f, hs, boxes=None):
+        return head_covers(f, hs, boxes, faces.head_cover, faces.head_min_width)
+
+    assert covers(face, [heads[0, 0]]) and not covers(face, [heads[1, 0]])
     hx, hy = (heads[0, 0, 0] + heads[0, 0, 2]) / 2, (heads[0, 0, 1] + heads[0, 0, 3]) / 2
     fw = face[2] - face[0]
     assert abs(hx - cx) < 0.15 * fw and abs(hy - cy) < 0.15 * fw  # the head box is centred on the face
-    small_box = np.array([cx - 12, cy - 30, cx + 12, h], np.float32)
-    assert explained(face, [small_box])  # the old rule: explained
-    assert not head_covers(face, [heads[1, 0]], [small_box])  # its avatar's head is far too small
+    assert explained(face, [small_box], 0.1)  # the old rule: explained
+    assert not covers(face, [heads[1, 0]], [small_box])  # its avatar's head is far too small
     # a person-sized avatar whose head the fit put beside the face: its box holding the face explains it
     off = heads[0, 0] + np.array([1.5, 0, 1.5, 0], np.float32) * (face[2] - face[0])
-    assert not head_covers(face, [off]) and head_covers(face, [off], [np.array([0, 0, w, h], np.float32)])
+    assert not covers(face, [off]) and covers(face, [off], [np.array([0, 0, w, h], np.float32)])
     tiny = heads[0, 0].copy()
     tiny[[0, 1]] += 0.4 * (tiny[[2, 3]] - tiny[[0, 1]])  # a head a fifth of the size, still on the face
     tiny[[2, 3]] -= 0.4 * (tiny[[2, 3]] - tiny[[0, 1]])
-    assert not head_covers(face, [tiny])
+    assert not covers(face, [tiny])
     # the face search: not explained with the small body's head, explained with the face avatar's
     assert len(unexplained_faces(lambda a, b: carphone[a:b], t_len, np.full((1, t_len, 4), np.nan),
                                  finder=_finder(), settings=EVERY_FRAME, heads=heads[1:], explained_by=None)) == 1

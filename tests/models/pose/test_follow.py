@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from anonymask.models.anonymizer.pose.follow import follow_held, follow_moving
+from anonymask.models.anonymizer.pose.settings import BridgeSettings
 
 H, W, T = 120, 320, 40
+
+
+def settings(**changed) -> BridgeSettings:
+    """The bridge's settings with the motion test's values these cases were written for."""
+    return BridgeSettings(**{"follow_motion": 25.0, "held_reach": 0.25, "held_still_share": 0.05, **changed})
 
 
 def background(shift: float = 0.0) -> np.ndarray:
@@ -71,7 +77,7 @@ def test_legs_walking_on_past_the_walk_on_stay_removed_until_they_leave(pan):
     inside the box removed in every frame they are in view, and nothing is removed once they left."""
     video = clip(pan)
     boxes, gap = lost_walker()
-    set_ = follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=40)
+    set_ = follow_moving(boxes, gap, 3, reader(video), settings(follow_frames=40))
     leave = next(t for t in range(T) if legs(t)[0] >= W)  # the first frame with no leg in view
     assert set_ and set_[0] == 7  # right after the walk-on (frames 4-6)
     for t in range(7, leave - 1):
@@ -92,7 +98,7 @@ def test_what_moves_behind_them_once_they_left_is_not_followed():
         x = W - 75 + int(10 * np.sin(t))
         video[t, 50:100, x:x + 30] = (240, 240, 240)
     boxes, gap = lost_walker()
-    set_ = follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=40)
+    set_ = follow_moving(boxes, gap, 3, reader(video), settings(follow_frames=40))
     assert set_ and max(set_) <= leave + 1
 
 
@@ -101,7 +107,7 @@ def test_nothing_moving_after_the_walk_on_adds_nothing():
     video = np.stack([background()] * T)
     boxes, gap = lost_walker()
     before = boxes.copy()
-    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0) == []
+    assert follow_moving(boxes, gap, 3, reader(video), settings()) == []
     assert np.array_equal(boxes, before, equal_nan=True) and gap.sum() == 3
 
 
@@ -110,25 +116,24 @@ def test_much_more_moving_than_a_person_is_not_followed():
     that size: followed no further than the walk-on (it would become a hole without an avatar)."""
     video = clip(size=3)
     boxes, gap = lost_walker()
-    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, max_area=2.5) == []
+    assert follow_moving(boxes, gap, 3, reader(video), settings(follow_max_area=2.5)) == []
     assert gap.sum() == 3
 
 
 def test_follow_is_bounded_by_frames_and_the_shot():
     video = clip(speed=2.0)  # slow: in view for the whole clip
     boxes, gap = lost_walker()
-    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=5) == [7, 8, 9, 10, 11]
+    assert follow_moving(boxes, gap, 3, reader(video), settings(follow_frames=5)) == [7, 8, 9, 10, 11]
     boxes, gap = lost_walker()
-    assert follow_moving(boxes, gap, 3, reader(video), threshold=25.0, frames=200)[-1] == T - 1
+    assert follow_moving(boxes, gap, 3, reader(video), settings(follow_frames=200))[-1] == T - 1
     boxes, gap = lost_walker()
-    assert follow_moving(boxes, gap, 3, reader(video), threshold=0.0) == []  # 0: off
+    assert follow_moving(boxes, gap, 3, reader(video), settings(follow_motion=0.0)) == []  # 0: off
 
 
 def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     """Through bridge_after_end (the walk-on, then the follow): the followed frames are bridged and the
     avatar is held at the last sighting, so the hole has an avatar on it (no 'erased' person)."""
     from anonymask.models.anonymizer.pose.bridge import bridge_after_end
-    from anonymask.models.anonymizer.pose.settings import BridgeSettings
     from anonymask.models.shared.body.tracks import SMPLHTrack
 
     video = clip()
@@ -140,13 +145,13 @@ def test_hold_end_keeps_the_avatar_held_on_the_followed_frames():
     tr.valid[4:] = False
     tr.transl[:4] = np.arange(4)[:, None] * [0.05, 0, 0] + [0, 0, 3]
     gap = np.zeros(T, bool)
-    bridge_after_end(tr, boxes, gap, (H, W), 3, BridgeSettings(follow_motion=25.0), reader(video))
+    bridge_after_end(tr, boxes, gap, (H, W), 3, settings(), reader(video))
     walked = np.nonzero(gap)[0]
     assert walked[0] == 4 and walked[-1] > 7  # walk-on 4-6, then followed
     assert tr.valid[walked].all() and np.allclose(tr.transl[walked], tr.transl[3])
     gap2, boxes2, tr2 = np.zeros(T, bool), boxes.copy(), SMPLHTrack.rest(0, T)
     boxes2[4:] = np.nan
-    bridge_after_end(tr2, boxes2, gap2, (H, W), 3, BridgeSettings(), None)  # without frames: the walk-on only
+    bridge_after_end(tr2, boxes2, gap2, (H, W), 3, settings(), None)  # without frames: the walk-on only
     assert np.nonzero(gap2)[0].tolist() == [4, 5, 6]
 
 
@@ -176,7 +181,7 @@ def test_a_slow_walker_held_in_place_keeps_their_moving_legs_removed():
     held_frames = range(last + 1, last + 1 + held)
     assert not all(legs_covered(plain[t], t, speed, swing) for t in held_frames)  # the case is real
     boxes = plain.copy()
-    grown = follow_held(boxes, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=0.05)
+    grown = follow_held(boxes, last, held_frames, reader(video), settings())
     assert grown == list(held_frames)
     for t in held_frames:
         assert legs_covered(boxes[t], t, speed, swing), (t, boxes[t], legs(t, speed=speed, swing=swing))
@@ -189,7 +194,7 @@ def test_a_person_standing_still_keeps_the_held_box():
     video = np.stack([background()] * T)
     boxes = held_person(10, 12, 0.0, 0.0)
     before = boxes.copy()
-    assert follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25, still_share=0.05) == []
+    assert follow_held(boxes, 10, range(11, 23), reader(video), settings()) == []
     assert np.array_equal(boxes, before, equal_nan=True)
 
 
@@ -211,17 +216,16 @@ def test_what_moves_far_past_a_held_box_is_not_taken():
     video = np.stack(video)
     boxes = held_person(10, 12, 0.0, 0.0)
     before = boxes.copy()
-    grown = follow_held(boxes, 10, range(11, 23), reader(video), threshold=25.0, limit=0.25, still_share=1.0)
+    grown = follow_held(boxes, 10, range(11, 23), reader(video), settings(held_still_share=1.0))
     assert grown  # the van moves at them
     reach = 0.25 * (before[10][3] - before[10][1])
     for t in grown:
         assert boxes[t][0] >= before[t][0] - reach - 1e-3 and boxes[t][2] <= before[t][2] + reach + 1e-3
     assert min(boxes[t][0] for t in grown) <= before[10][0] - reach + 1  # the van reached the limit
     wide = before.copy()
-    follow_held(wide, 10, range(11, 23), reader(video), threshold=25.0, limit=1.0, still_share=1.0)
+    follow_held(wide, 10, range(11, 23), reader(video), settings(held_reach=1.0, held_still_share=1.0))
     assert min(wide[t][0] for t in grown) < before[10][0] - reach - 5  # it moves farther than that
-    assert follow_held(before.copy(), 10, range(11, 23), reader(video), threshold=0.0, limit=0.25,
-                       still_share=0.05) == []  # 0: off
+    assert follow_held(before.copy(), 10, range(11, 23), reader(video), settings(follow_motion=0.0)) == []  # 0: off
 
 
 def test_motion_at_a_held_box_counts_only_where_the_rest_of_the_picture_is_still():
@@ -235,9 +239,9 @@ def test_motion_at_a_held_box_counts_only_where_the_rest_of_the_picture_is_still
         video[t, :, 210:] = np.roll(traffic, 10 * t, axis=1)[:, 210:]
     held_frames = range(last + 1, last + 1 + held)
     busy = held_person(last, held, speed, swing)
-    assert follow_held(busy, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=0.05) == []
+    assert follow_held(busy, last, held_frames, reader(video), settings()) == []
     assert np.array_equal(busy, held_person(last, held, speed, swing), equal_nan=True)
-    assert follow_held(busy, last, held_frames, reader(video), threshold=25.0, limit=0.25, still_share=1.0)
+    assert follow_held(busy, last, held_frames, reader(video), settings(held_still_share=1.0))
 
 
 @pytest.mark.parametrize("on", [True, False])
@@ -245,7 +249,6 @@ def test_the_bridge_grows_a_held_box_only_with_the_setting(on):
     """bridge_after_end holds a person whose box centre barely moved; ``bridge.follow_held`` decides
     whether what moves at the held box is removed too (the avatar stays held either way)."""
     from anonymask.models.anonymizer.pose.bridge import bridge_after_end
-    from anonymask.models.anonymizer.pose.settings import BridgeSettings
     from anonymask.models.shared.body.tracks import SMPLHTrack
 
     speed, swing, last = 1.5, 12.0, 10
@@ -255,7 +258,7 @@ def test_the_bridge_grows_a_held_box_only_with_the_setting(on):
     tr = SMPLHTrack.rest(0, T)
     tr.valid[last + 1:] = False
     gap = np.zeros(T, bool)
-    bridge_after_end(tr, boxes, gap, (H, W), 12, BridgeSettings(follow_held=on), reader(video))
+    bridge_after_end(tr, boxes, gap, (H, W), 12, settings(follow_held=on), reader(video))
     held = range(last + 1, last + 13)
     assert gap[list(held)].all() and tr.valid[list(held)].all()
     covered = [legs_covered(boxes[t], t, speed, swing) for t in held]

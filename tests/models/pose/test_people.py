@@ -50,16 +50,16 @@ def test_detector_finds_both_people_with_separate_instance_masks(pose2sim_frames
 def test_roi_landmarker_follows_a_person_without_the_detector(pose2sim_frames):
     fr = pose2sim_frames()
     d0 = max(PeopleDetector().detect(fr[0]), key=lambda d: d.box[0])  # the man
-    roi = roi_from_landmarks(d0.kp2d, d0.conf)
-    lm = RoiLandmarker()
+    roi = roi_from_landmarks(d0.kp2d, d0.conf, 0.3)
+    lm = RoiLandmarker(0.5)
     for f in fr[1:]:
-        d, roi, flag = lm.track(f, roi)
+        d, roi, flag = lm.track(f, roi, 0.35)
         assert d is not None and flag >= 0.5
     from anonymask.models.anonymizer.pose.people import box_iou
 
     assert box_iou(d.box, d0.box) > 0.5
     # an empty region is not a person
-    blank, _, flag = lm.track(np.full_like(fr[0], 128), roi)
+    blank, _, flag = lm.track(np.full_like(fr[0], 128), roi, 0.35)
     assert blank is None and flag < 0.5
 
 
@@ -74,8 +74,8 @@ def test_the_landmark_model_gives_the_same_result_on_any_number_of_threads(pose2
     rois = [(w / 2, h / 2, 0.9 * h, 0.0), (w / 3, 0.6 * h, 0.5 * h, 0.2), (0.7 * w, 0.4 * h, 0.6 * h, -0.1)]
     out = {}
     for th in (1, 2):
-        lm = RoiLandmarker(threads=th)
-        out[th] = [lm.track(f, roi) for f in fr[:2] for roi in rois]
+        lm = RoiLandmarker(0.5, threads=th)
+        out[th] = [lm.track(f, roi, 0.35) for f in fr[:2] for roi in rois]
     assert any(d is not None for d, _, _ in out[1])
     for (d1, n1, f1), (d2, n2, f2) in zip(out[1], out[2]):
         assert f1 == f2 and (d1 is None) == (d2 is None)
@@ -112,10 +112,10 @@ def test_scan_rejects_clutter_and_an_empty_frame(pose2sim_frames):
     """The scan on a frame with the people greyed out finds no one; on the real frame it finds
     the bystander, and the landmark model's own verdict on clutter is checked by a second model."""
     from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
-    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
+    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, SamePersonSettings, ScanSettings
 
     f = pose2sim_frames()[0]
-    sc = PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings()))
+    sc = PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings()), SamePersonSettings())
     found = sc.scan(f)
     assert any(d.box[0] > 0.6 * f.shape[1] and d.box[3] < 0.55 * f.shape[0] for d in found)
     grey = np.full_like(f, 127)
@@ -127,7 +127,7 @@ def _tracker(max_gap: int) -> OnlineTracker:
     from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
     s = DiscoverSettings()
-    return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol)
+    return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol, s.same)
 
 
 def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():
@@ -162,7 +162,7 @@ def test_a_track_held_in_place_is_not_taken_over_by_an_overlapping_detection_of_
 
 
 def test_tiles_cover_the_frame():
-    tiles = square_tiles(480, 272, 0.6)
+    tiles = square_tiles(480, 272, 0.6, 0.5)
     cover = np.zeros((480, 272), bool)
     for x, y, s in tiles:
         cover[y:y + s, x:x + s] = True

@@ -3,6 +3,7 @@ the passes of person discovery and what they build have no defaults of their own
 threshold says its unit and reason, and the flat keys of before are errors that name the new key."""
 
 import inspect
+import numbers
 
 import pytest
 
@@ -40,6 +41,82 @@ def test_the_check_finds_a_default():
 @pytest.mark.parametrize("fn", PASSES, ids=lambda f: f.__qualname__)
 def test_no_pass_has_a_default_of_its_own(fn):
     assert own_defaults(fn) == [], f"{fn.__qualname__}: take these from models/anonymizer/pose/settings.py"
+
+
+def numeric_defaults(fn) -> list[str]:
+    """Parameters of ``fn`` whose default is a number other than 0 and -1 (a threshold, a size, a
+    count: a value that belongs in the settings tree)."""
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if isinstance(p.default, numbers.Number) and not isinstance(p.default, bool) and p.default not in (0, -1)]
+
+
+#: modules of models/anonymizer/pose that are not on the mediapipe backend's path (other backends,
+#: with settings of their own)
+OTHER_BACKENDS = {"ntu", "rcnn"}
+
+#: functions on the path that may keep numeric defaults, and why
+ALLOWED_DEFAULTS = {
+    "backends.MediapipePose.__init__": "a registered backend: its signature is its validated settings",
+    "backends.NtuSkeletonPose.__init__": "a registered backend: its signature is its validated settings",
+    "people.PeopleDetector.__init__": "a registered person detector: its signature is pose4d.detector_options",
+    "fit._Adam.__init__": "eps: the optimiser's guard against dividing by zero, not a threshold",
+}
+
+
+def pose_path_functions() -> dict[str, object]:
+    """Every function and method defined in the modules of the mediapipe pose path, by
+    ``module.qualname``; the generated constructors of records (dataclasses: initial values, not
+    thresholds) are left out."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import anonymask.models.anonymizer.pose as pose
+
+    out = {}
+    for info in pkgutil.iter_modules(pose.__path__):
+        if info.name in OTHER_BACKENDS:
+            continue
+        mod = importlib.import_module(f"{pose.__name__}.{info.name}")
+        for name, obj in vars(mod).items():
+            if getattr(obj, "__module__", None) != mod.__name__:
+                continue
+            if inspect.isfunction(obj):
+                out[f"{info.name}.{name}"] = obj
+            elif inspect.isclass(obj) and not dataclasses.is_dataclass(obj):
+                out.update({f"{info.name}.{name}.{k}": v for k, v in vars(obj).items() if inspect.isfunction(v)})
+    return out
+
+
+def test_the_numeric_default_check_finds_one():
+    def a_helper(box, grow: float = 0.1, source: str = "frame", phase: int = 0, full: bool = False):
+        return box
+
+    assert numeric_defaults(a_helper) == ["grow"]
+
+
+def test_no_function_on_the_pose_path_keeps_a_threshold_of_its_own():
+    """Not only the passes: every helper they call takes its values from the tree (a threshold in a
+    helper's signature is one no setting reaches)."""
+    found = {q: numeric_defaults(fn) for q, fn in pose_path_functions().items()}
+    assert len(found) > 100  # the walk sees the package
+    kept = {q: d for q, d in found.items() if d and q not in ALLOWED_DEFAULTS}
+    assert not kept, f"take these from models/anonymizer/pose/settings.py: {kept}"
+    stale = [q for q in ALLOWED_DEFAULTS if not found.get(q)]
+    assert not stale, f"no longer needed in ALLOWED_DEFAULTS: {stale}"
+
+
+def test_the_fit_takes_every_value_from_the_tree():
+    import dataclasses
+
+    from anonymask.models.anonymizer.pose.estimate import fit_config
+    from anonymask.models.anonymizer.pose.settings import FitSettings
+
+    tree = FitSettings(iterations=7, lr=0.01, w_2d=2.0, w_3d=1.5, w_prior=0.5, w_smooth=0.2, smooth_sigma=2.0,
+                       min_confidence=0.4)
+    cfg = fit_config(tree)
+    assert {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)} == {
+        f.name: getattr(tree, f.name) for f in dataclasses.fields(cfg)}
 
 
 def _fields(model: type[PassSettings], prefix: str = ""):

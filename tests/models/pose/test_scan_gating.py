@@ -12,9 +12,9 @@ def still():
 
 def _scanner(rotate: int):
     from anonymask.models.anonymizer.pose.scan import PoseScanner
-    from anonymask.models.anonymizer.pose.settings import ScanSettings
+    from anonymask.models.anonymizer.pose.settings import SamePersonSettings, ScanSettings
 
-    return PoseScanner(None, ScanSettings(rotate=rotate), None)
+    return PoseScanner(None, ScanSettings(rotate=rotate), None, SamePersonSettings())
 
 
 def test_changed_cells_are_those_over_the_pixels_that_changed(still):

@@ -7,9 +7,9 @@ import pytest
 
 def _scanner(**kw):
     from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
-    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
+    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, SamePersonSettings, ScanSettings
 
-    return PoseScanner(None, ScanSettings(rotate=1, **kw), PersonEvidence(EvidenceSettings()))
+    return PoseScanner(None, ScanSettings(rotate=1, **kw), PersonEvidence(EvidenceSettings()), SamePersonSettings())
 
 
 def _at_phase0(sc, frame, known=()):

@@ -62,14 +62,14 @@ def test_the_generator_renders_a_small_person_who_stands_still(video):
 
 def test_the_scan_finds_the_man_standing_still_by_the_motorcycle(video):
     from anonymask.models.anonymizer.pose.scan import PersonEvidence, PoseScanner
-    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, ScanSettings
+    from anonymask.models.anonymizer.pose.settings import EvidenceSettings, SamePersonSettings, ScanSettings
 
     frames, mask = video
-    found = [t for t in (0, 4, 8) if any(_on(d, mask[t]) for d in PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings())).scan(frames[t], [], full=True))]
+    found = [t for t in (0, 4, 8) if any(_on(d, mask[t]) for d in PoseScanner(None, ScanSettings(rotate=1), PersonEvidence(EvidenceSettings()), SamePersonSettings()).scan(frames[t], [], full=True))]
     assert len(found) >= 2, found
     # and the check against a drifting refinement is what finds him: without the anchored
     # regions the scan misses him on these frames
-    assert not any(_on(d, mask[0]) for d in PoseScanner(None, ScanSettings(rotate=1, anchor=False), PersonEvidence(EvidenceSettings())).scan(frames[0], [], full=True))
+    assert not any(_on(d, mask[0]) for d in PoseScanner(None, ScanSettings(rotate=1, anchor=False), PersonEvidence(EvidenceSettings()), SamePersonSettings()).scan(frames[0], [], full=True))
 
 
 @pytest.mark.slow
