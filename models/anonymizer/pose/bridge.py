@@ -23,8 +23,8 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     held for up to ``frames`` more frames (last box, last pose; the frames count as bridged, so
     segment removes the box and the avatar stays). Someone who was moving when the landmark model
     let go (box centre moving >= ``settings.min_speed`` x the box height per frame over their last
-    ``settings.velocity_frames`` frames) may walk on: the box removed is then the union of the last box and the box carried on
-    at that speed, while that is in the frame (a passer-by lost while crossing the frame walked out
+    ``settings.velocity_frames`` frames) may walk on: the box removed is then the union of the last box and that box
+    moved on at its centre's speed (at its last size), while that is in the frame (a passer-by lost while crossing the frame walked out
     of the held box and his legs were shown; docs/RESULTS.md). The
     avatar stays held: moving it as well uncovered a person leaning beside the walker (more of her
     pixels shown), so this never removes or covers less than holding. With
@@ -46,7 +46,11 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     b = boxes[last]
     speed = float(np.hypot(v_box[0] + v_box[2], v_box[1] + v_box[3])) / 2 / max(float(b[3] - b[1]), 1.0)
     if speed >= settings.min_speed:
-        _walk_on(track, boxes, gap, hw, last, 1, frames, v_box, v_tr, keep_end=True)
+        # the box walks on at its centre's speed, at its last size: a person's size does not change
+        # by several px a frame for frames on end, a box's last few frames often do (a region
+        # refined once, a limb found), and that growth carried on drew a box over most of the frame
+        centre = np.float32([(v_box[0] + v_box[2]) / 2, (v_box[1] + v_box[3]) / 2])
+        _walk_on(track, boxes, gap, hw, last, 1, frames, np.concatenate([centre, centre]), v_tr, keep_end=True)
         if read_frames is not None and follow > 0:
             from anonymask.models.anonymizer.pose.follow import follow_moving
 
@@ -110,9 +114,11 @@ def bridge_across_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[in
     border is extended backwards (forwards) for up to ``frames`` frames, its box moving on with
     the mean velocity of its first (last) ``settings.velocity_frames`` seen frames, until the box has left the frame; the
     avatar moves with it (translation extrapolated, pose held). The frames count as bridged
-    (segment removes the box). In place, on the track, its boxes and gaps."""
+    (segment removes the box). In place, on the track, its boxes and gaps. The ends are the
+    person's first and last sightings: a box another bridge carried on to the border (a walk-on)
+    is not carried on again, or the second extrapolation starts from the first's."""
     edge, k = settings.edge, settings.velocity_frames
-    seen = np.nonzero(np.isfinite(boxes[:, 0]))[0]
+    seen = np.nonzero(np.isfinite(boxes[:, 0]) & ~np.asarray(gap, bool))[0]
     if seen.size == 0:
         return
     for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):

@@ -15,6 +15,14 @@ linked gap is bridged by interpolated boxes (removed as boxes, the avatar stays)
 short gaps of one track are. Linking is greedy by distance, one successor per track, so chains
 A -> B -> C form. Two different people can be linked only if one vanishes mid-frame where the
 other appears: then the area between them is removed as well, which costs background, not privacy.
+
+A track B that begins on someone already followed (another track C, seen in each of B's first
+``taken_frames`` frames, whose box overlaps B's there with a mean IoU >= ``taken_iou``) is C found a
+second time, or C's own continuation, not A come back: it is linked to nobody before it. Linking
+it drew a second avatar of C, and removed the boxes interpolated between A's end and B's start,
+over frames where C was followed all along (a short second body on a walker, found at the start,
+linked to the walker's own later track: docs/RESULTS.md). C's track removes and replaces that
+person there; A and B keep their own holds (models/anonymizer/pose/bridge.py).
 """
 
 from __future__ import annotations
@@ -33,6 +41,35 @@ def _ratio(a: float, b: float) -> float:
     return max(a, b) / max(min(a, b), 1e-6)
 
 
+def _begins_on_someone(boxes: list[np.ndarray], b: int, settings: LinkSettings) -> bool:
+    """One other track is seen in each of track ``b``'s first ``taken_frames`` frames, its box
+    overlapping b's there with a mean IoU >= ``taken_iou``."""
+    own = boxes[b]
+    first = np.flatnonzero(np.isfinite(own[:, 0]))[: settings.taken_frames]
+    if first.size == 0:
+        return False
+    mine = own[first]
+    for c, other in enumerate(boxes):
+        if c == b:
+            continue
+        theirs = other[first]
+        if np.isfinite(theirs[:, 0]).all() and np.mean([box_iou(m, o) for m, o in zip(mine, theirs)]) >= \
+                settings.taken_iou:
+            return True
+    return False
+
+
+def begun_on_someone(boxes: list[np.ndarray], settings: LinkSettings) -> set[int]:
+    """The late tracks (first seen after frame 0) that begin on someone already followed: linked to
+    nobody before them."""
+    out = set()
+    for b, own in enumerate(boxes):
+        seen = np.flatnonzero(np.isfinite(own[:, 0]))
+        if seen.size and seen[0] > 0 and _begins_on_someone(boxes, b, settings):
+            out.add(b)
+    return out
+
+
 def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSettings) -> list[list[int]]:
     """``boxes``: per raw track (T,4) boxes, NaN where not seen. Returns groups of raw track
     indices (in time order), every index in exactly one group."""
@@ -42,13 +79,14 @@ def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSett
     for b in boxes:
         seen = np.nonzero(np.isfinite(b[:, 0]))[0]
         spans.append((int(seen[0]), int(seen[-1])) if seen.size else None)
+    taken = begun_on_someone(boxes, settings)
     cand = []
     for a, sa in enumerate(spans):
         if sa is None or not inside_frame(boxes[a][sa[1]], hw, edge):
             continue
         ba = boxes[a][sa[1]]
         for b, sb in enumerate(spans):
-            if b == a or sb is None:
+            if b == a or sb is None or b in taken:
                 continue
             gap = sb[0] - sa[1]
             if gap < 0 or gap > max_link or sb[1] <= sa[1]:

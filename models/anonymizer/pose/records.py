@@ -41,6 +41,7 @@ class PoseDiagnostics:
     """What the passes found and did, per video (or per shot, merged with :meth:`merge`)."""
 
     linked_tracks: int = 0  # raw tracks joined to an earlier one of the same person
+    begun_on_someone: int = 0  # late raw tracks that began on someone followed: linked to nobody before them
     faces_rejected: int = 0  # face tracks the segmentation did not confirm as a person's
     parts_yielded: int = 0  # body-frames not drawn: a part of a face person
     avatars_yielded: int = 0  # body-frames not drawn: the face person's own body
@@ -60,7 +61,7 @@ class PoseDiagnostics:
 
     def merge(self, other: PoseDiagnostics) -> None:
         """Add a later shot's diagnostics (its people numbered on after these)."""
-        for name in ("linked_tracks", "faces_rejected", "parts_yielded", "avatars_yielded", "face_regions",
+        for name in ("linked_tracks", "begun_on_someone", "faces_rejected", "parts_yielded", "avatars_yielded", "face_regions",
                      "fits_failed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
@@ -75,7 +76,8 @@ class PoseDiagnostics:
     def metrics(self) -> dict[str, float]:
         """The flat metrics the stage records (``status`` and the run report show them)."""
         kinds = [k for k, _, _ in self.people]
-        out = {"linked_tracks": float(self.linked_tracks), "faces_rejected": float(self.faces_rejected),
+        out = {"linked_tracks": float(self.linked_tracks), "begun_on_someone": float(self.begun_on_someone),
+               "faces_rejected": float(self.faces_rejected),
                "parts_yielded": float(self.parts_yielded), "avatars_yielded": float(self.avatars_yielded),
                "face_regions": float(self.face_regions),
                "fits_failed": float(self.fits_failed),

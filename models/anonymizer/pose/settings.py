@@ -246,6 +246,14 @@ class LinkSettings(PassSettings):
                                                       "adult who walked behind the pillar)")
     handover_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU two tracks need to link in the same "
                                                                  "frame (a hand-over)")
+    taken_iou: float = Field(0.5, ge=0.0, le=1.0, description="mean box IoU with someone followed over a late "
+                                                              "track's first taken_frames frames at which it "
+                                                              "begins as them (found twice), so it is no lost "
+                                                              "person's return (0.5: the usual test that two "
+                                                              "boxes hold one object); 1: off")
+    taken_frames: int = Field(3, ge=1, description="first frames of a late track the other must be seen in and "
+                                                   "overlap it in: someone stepping out from behind another moves "
+                                                   "apart from them")
 
 
 class ConfirmSettings(PassSettings):

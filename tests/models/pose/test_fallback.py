@@ -155,3 +155,29 @@ def test_a_track_leaving_through_a_border_is_extended_until_its_box_has_left_and
     b[8:13, 1] = [100, 120, 135, 145, 149]
     bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
     assert not gap[13:].any()  # extrapolated, the top would pass the bottom: no upside-down box
+
+
+def test_a_walk_on_moves_the_box_at_its_centre_speed_and_is_not_carried_across_the_border_again():
+    """A short track whose box grew over its last frames (its region refined once, up and to the
+    left) and ended mid-frame: the walk-on carried that growth on for every frame, and the box it
+    reached the border with was carried on once more by the border pass, until most of the frame
+    was removed. The box walks on at its centre's speed at its last size, and only a person's own
+    sightings are carried across a border."""
+    from anonymask.models.anonymizer.pose.bridge import bridge_across_border, bridge_after_end
+    from anonymask.models.shared.body.tracks import SMPLHTrack
+
+    b = np.full((20, 4), np.nan, np.float32)
+    for t in range(5):  # growing up-left by 8 / 10 px a frame, its right and bottom edges still
+        b[t] = [156 - 8 * t, 76 - 10 * t, 249, 174]
+    tr = SMPLHTrack.rest(0, 20)
+    tr.valid[5:] = False
+    gap = np.zeros(20, bool)
+    bridge_after_end(tr, b, gap, (240, 320), 10, BridgeSettings(), None)
+    assert gap[5:15].all() and not gap[15:].any()
+    for n in range(1, 11):  # the union of the last box and the last box moved n steps at (-4, -5)
+        moved = b[4] + n * np.float32([-4, -5, -4, -5])
+        assert np.allclose(b[4 + n], [moved[0], moved[1], b[4, 2], b[4, 3]]), (n, b[4 + n])
+    assert b[14, 1] < 0  # the walk-on reached the top border
+    before = b.copy()
+    bridge_across_border(tr, b, gap, (240, 320), 10, BridgeSettings())
+    assert np.array_equal(b, before, equal_nan=True) and not gap[15:].any()  # not carried on again

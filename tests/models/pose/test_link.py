@@ -127,3 +127,34 @@ def test_a_person_curled_up_in_a_jump_is_linked_to_them_landing():
     small = np.full((230, 4), np.nan, np.float32)
     small[185:230] = (265, 140, 285, 181)  # someone far smaller where he lands
     assert link_tracks([flip, small], hw, LinkSettings(gap=48)) == [[0], [1]]
+
+
+def test_a_late_track_that_begins_on_someone_followed_is_not_a_lost_person_come_back():
+    """A walker followed all along (C), a short second body drawn over them at the start (A, ends
+    at frame 4 mid-frame) and the walker found a second time at frame 20 (B, on C's box): linking
+    A -> B drew a second avatar over the walker and removed the boxes between A's end and B's
+    start for 15 frames. B begins as C, so it is linked to nobody; with the check off it is."""
+    t_len = 48
+    walker = _walk(t_len, [(0, 47)], vx=1.5)
+    second = _walk(t_len, [(0, 4)], x0=44.0, vx=1.5)  # over the walker, a little off
+    again = _walk(t_len, [(20, 47)], x0=38.0, vx=1.5)  # the walker, found twice
+    assert link_tracks([walker, second, again], HW, LinkSettings(gap=48)) == [[0], [1], [2]]
+    assert link_tracks([walker, second, again], HW, LinkSettings(gap=48, taken_iou=1.0)) == [[0], [1, 2]]
+
+
+def test_someone_stepping_out_from_behind_another_is_still_linked_to_their_earlier_track():
+    """A walker lost behind a standing person (C) and found as they step out of C's box: their
+    new track overlaps C in its first frames, less every frame; it is still linked to the walker's
+    earlier track."""
+    t_len = 48
+    standing = _walk(t_len, [(0, 47)], x0=120.0, vx=0.0)
+    walker = _walk(t_len, [(0, 15)], x0=36.0, vx=3.3)
+    out = _walk(t_len, [(30, 47)], x0=36.0, vx=3.3)  # at frame 30 x=135..165: half over C, then past
+    assert np.mean([_iou(out[t], standing[t]) for t in (30, 31, 32)]) > 0.1  # it does begin on C
+    assert link_tracks([standing, walker, out], HW, LinkSettings(gap=48)) == [[0], [1, 2]]
+
+
+def _iou(a, b):
+    from anonymask.models.shared.geometry import box_iou
+
+    return box_iou(a, b)
