@@ -101,7 +101,7 @@ def format_margin(margin: dict[str, Any] | None) -> str:
 
 #: pose4d's diagnostics shown beside the number of people: (metric, label)
 PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"),
-                  ("verify_rejected", "not people"))
+                  ("begun_on_someone", "found twice"), ("verify_rejected", "not people"))
 
 
 def format_people(metrics: dict[str, Any]) -> str:
@@ -151,7 +151,8 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
     s = report["summary"]
     if any(format_people(row.get("metrics") or {}) != "-" for row in report["videos"]):
         out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
-                   "face: face-anchored; linked: raw tracks joined into one person; not people: tracks the "
+                   "face: face-anchored; linked: raw tracks joined into one person; found twice: tracks that "
+                   "began on someone already followed, linked to nobody before them; not people: tracks the "
                    "verification pass dropped; dim: a dim shot the person models saw brightened, by this gain)")
     if any(row.get("audit_margin") for row in report["videos"]):
         out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "

@@ -76,11 +76,12 @@ def test_status_shows_how_many_people_pose4d_replaced_and_how(tmp_path, capsys):
     s = build(url)
     with s.video("new").stage("ingest", backend="x") as w:  # the metrics pose4d records, on any stage here
         w.write("raw", np.zeros((2, 8, 8, 3), np.uint8))
-        w.metric(tracks=3, unconfirmed_tracks=1.0, face_tracks=1.0, linked_tracks=0.0, verify_rejected=2.0)
+        w.metric(tracks=3, unconfirmed_tracks=1.0, face_tracks=1.0, linked_tracks=0.0, begun_on_someone=1.0,
+                 verify_rejected=2.0)
     assert main(["status", url]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()}
-    assert "3 (1 box, 1 face, 2 not people)" in rows["new"]  # linked 0 is not shown
+    assert "3 (1 box, 1 face, 1 found twice, 2 not people)" in rows["new"]  # linked 0 is not shown
     assert "people" in rows["video"] and "people: avatars pose4d made" in out
     with s.video("ok").stage("ingest", backend="x") as w:
         w.write("raw", np.zeros((2, 8, 8, 3), np.uint8))
