@@ -141,8 +141,11 @@ class HogAuditor:
         self.min_flag = float(min_flag)
         self._roi = None
         # the landmark model's own "nobody here" flag and the body-landmark visibility a region's
-        # landmarks need (the values pose4d follows people with)
-        self.roi_min_flag, self.roi_min_score = 0.5, 0.35
+        # landmarks need: the values pose4d follows people with
+        from anonymask.models.anonymizer.pose.settings import DiscoverSettings
+
+        follow = DiscoverSettings()
+        self.roi_min_flag, self.roi_min_score = follow.follow_min_flag, follow.follow_min_score
         self.confirm = bool(confirm)
 
     def _present(self, frame: np.ndarray, box: np.ndarray) -> bool:

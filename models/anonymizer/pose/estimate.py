@@ -30,7 +30,7 @@ from anonymask.models.anonymizer.pose.face_people import add_face_people
 from anonymask.models.anonymizer.pose.fallback import box_track
 from anonymask.models.anonymizer.pose.fit import FitConfig
 from anonymask.models.anonymizer.pose.keypoints import MEDIAPIPE_TO_SMPLH, mapping_arrays
-from anonymask.models.anonymizer.pose.link import begun_on_someone, link_tracks
+from anonymask.models.anonymizer.pose.link import begun_on_someone, link_groups
 from anonymask.models.anonymizer.pose.plausible import fit_disagrees, reach_past_box
 from anonymask.models.anonymizer.pose.records import Kind, Person, PoseDiagnostics
 from anonymask.models.anonymizer.pose.settings import FitSettings, MediapipePoseSettings
@@ -156,9 +156,11 @@ def associate(disc, raw_boxes: list[np.ndarray], rejected: set[int], hw: tuple[i
     tracks x video length, docs/SCALING.md) and their boxes filled over the gaps between their
     detections (up to their longest gap between linked parts)."""
     t_len = raw_boxes[0].shape[0] if raw_boxes else 0
-    groups = link_tracks(raw_boxes, hw, settings.link) if settings.link.gap else [[i] for i in range(len(raw_boxes))]
+    groups = [[i] for i in range(len(raw_boxes))]
     if settings.link.gap:
-        diag.begun_on_someone = len(begun_on_someone(raw_boxes, settings.link) - rejected)
+        taken = begun_on_someone(raw_boxes, settings.link)  # (rejected tracks have no boxes left)
+        groups = link_groups(raw_boxes, hw, settings.link, taken)
+        diag.begun_on_someone = len(taken)
     groups = [g for g in groups if not rejected.issuperset(g)]
     diag.linked_tracks = sum(len(g) - 1 for g in groups)
     people = []

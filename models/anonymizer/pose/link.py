@@ -73,13 +73,19 @@ def begun_on_someone(boxes: list[np.ndarray], settings: LinkSettings) -> set[int
 def link_tracks(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSettings) -> list[list[int]]:
     """``boxes``: per raw track (T,4) boxes, NaN where not seen. Returns groups of raw track
     indices (in time order), every index in exactly one group."""
+    return link_groups(boxes, hw, settings, begun_on_someone(boxes, settings))
+
+
+def link_groups(boxes: list[np.ndarray], hw: tuple[int, int], settings: LinkSettings,
+                taken: set[int]) -> list[list[int]]:
+    """:func:`link_tracks` with the late tracks that begin on someone (:func:`begun_on_someone`)
+    already known: they are linked to nobody before them."""
     max_link, edge, speed, slack, max_ratio = settings.gap, settings.edge, settings.speed, settings.slack, \
         settings.max_ratio
     spans = []
     for b in boxes:
         seen = np.nonzero(np.isfinite(b[:, 0]))[0]
         spans.append((int(seen[0]), int(seen[-1])) if seen.size else None)
-    taken = begun_on_someone(boxes, settings)
     cand = []
     for a, sa in enumerate(spans):
         if sa is None or not inside_frame(boxes[a][sa[1]], hw, edge):

@@ -29,6 +29,7 @@ from pydantic import Field
 from anonymask.core.errors import MissingWeightsError
 from anonymask.core.registry import register
 from anonymask.models.anonymizer.pose.people import BODY_LANDMARKS, Detection, box_iou
+from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
 KEYPOINT_FILE = "keypointrcnn_resnet50_fpn_coco-fc266e95.pth"
 MASK_FILE = "maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
@@ -36,11 +37,11 @@ SUBDIR = "torchvision"
 URL = "https://download.pytorch.org/models/"
 
 #: the landmark model's person flag and body-landmark visibility a region around an R-CNN person must
-#: reach for their landmarks and mask to come from it (the values discovery follows people with:
-#: pose4d.discover.follow_min_flag and follow_min_score)
-ROI_MIN_FLAG, ROI_MIN_SCORE = 0.5, 0.35
-#: landmark visibility a body landmark needs to size that region (pose4d.discover.region_conf)
-ROI_LANDMARK_CONF = 0.3
+#: reach for their landmarks and mask to come from it, and the landmark visibility that sizes the
+#: region: the values discovery follows people with (pose4d.discover.follow_min_flag,
+#: follow_min_score, region_conf)
+_FOLLOW = DiscoverSettings()
+ROI_MIN_FLAG, ROI_MIN_SCORE, ROI_LANDMARK_CONF = _FOLLOW.follow_min_flag, _FOLLOW.follow_min_score, _FOLLOW.region_conf
 
 #: COCO keypoint k -> MediaPipe/BlazePose landmark index
 COCO_TO_BLAZEPOSE = (0, 2, 5, 7, 8, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)
