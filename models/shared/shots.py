@@ -52,7 +52,7 @@ def frame_layout(frame: np.ndarray, width: int = 32) -> np.ndarray:
 class CutDetector:
     """Streaming: ``push(frames)`` in order, then ``cuts`` lists the frames that start a shot
     (never 0). ``threshold`` 0 turns detection off (one shot); ``structure`` 0 turns the layout
-    measure off (colours only, as before 2026-11-26). A layout cut must also stand out from the
+    measure off (colours only). A layout cut must also stand out from the
     ``lookahead`` frames after it (a pan's changes go on; a cut's new shot is calm again)."""
 
     def __init__(self, threshold: float, structure: float, ratio: float = 3.0, context: int = 8, min_shot: int = 4,

@@ -50,7 +50,7 @@ def gt_leak(chunks: Iterable[tuple], *, max_leak: float = 0.001, min_pixels: int
     pixels whose fill is the same when the video's people are replaced by the clean background. A
     fill can match a person's colour by chance without having seen them (a smooth fill between
     grey trousers and a grey floor); such a pixel shows nothing of the person and is not counted,
-    unless ``strict`` (the check before 2026-11-25)."""
+    unless ``strict`` (every changed pixel counts, whatever its fill)."""
     leaked = total = excused = 0
     frames: list[int] = []
     thin: list[int] = []

@@ -114,8 +114,8 @@ class TemporalMedianInpainter:
     ``min_support`` uncovered frames: a pixel uncovered in fewer is filled spatially, as a
     never-seen one. Those few frames are mostly where the mask missed a part of the person (a
     still man's shoe, a leg out of the mask for a frame or two), and their median put that part
-    back into every frame of the hole (the 640x480 bench clip s01s02_a02_r01: 6,199 leaked pixels
-    inside the hole with 1, 2,223 with 5 and ``grow_unseen`` 5; docs/RESULTS.md).
+    back into every frame of the hole (docs/RESULTS.md, search ``min_support``, has the leaked
+    pixels with 1 and with 5).
     ``grow_unseen`` dilates that region before filling, so the fill does not start from a pixel
     next to it (often a mask edge that still holds some person colour).
     """

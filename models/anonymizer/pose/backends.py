@@ -75,7 +75,7 @@ SHOT_READ_FRAMES = 64
 class MediapipePose:
     """Every person found on every frame, tracked, fitted and labelled per pixel (offline)."""
 
-    #: the flat settings of before 2026-11-26 -> their place in the tree (named in the error)
+    #: the earlier flat settings -> their place in the tree (named in the error)
     RENAMED = RENAMED
 
     def __init__(

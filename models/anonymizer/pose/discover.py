@@ -22,7 +22,9 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from anonymask.models.anonymizer.pose.keypoints import EARS, HEAD_LANDMARKS, N_LANDMARKS
 from anonymask.models.anonymizer.pose.people import (
+    MIN_CROP_PX,
     Detection,
     PeopleDetector,
     box_iou,
@@ -140,7 +142,7 @@ def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, marg
 def _centred_crop(box: np.ndarray, scale: float) -> tuple[float, float, float]:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     side = max(box[2] - box[0], box[3] - box[1]) * scale
-    return float(cx - side / 2), float(cy - side / 2), float(max(side, 32.0))
+    return float(cx - side / 2), float(cy - side / 2), float(max(side, MIN_CROP_PX))
 
 
 @dataclass
@@ -519,9 +521,9 @@ class PersonDiscovery:
         """Raw track ``i`` as ``tracks`` gives it. One at a time: all of them at once are
         (tracks x video length) rows, ~0.8 GB for a 5-minute video with 134 tracks."""
         tr = self.tracker.tracks[i]
-        kp = np.zeros((t_len, 33, 2), np.float32)
-        conf = np.zeros((t_len, 33), np.float32)
-        world = np.zeros((t_len, 33, 3), np.float32)
+        kp = np.zeros((t_len, N_LANDMARKS, 2), np.float32)
+        conf = np.zeros((t_len, N_LANDMARKS), np.float32)
+        world = np.zeros((t_len, N_LANDMARKS, 3), np.float32)
         boxes = np.full((t_len, 4), np.nan, np.float32)
         for t, d in tr.frames.items():
             kp[t], conf[t], world[t], boxes[t] = d.kp2d, d.conf, d.world, d.box
@@ -608,12 +610,13 @@ def add_limbs(d: Detection, settings: DiscoverSettings, shape: tuple[int, int] |
         pa = (int(round(d.kp2d[a, 0] - x0)), int(round(d.kp2d[a, 1] - y0)))
         pb = (int(round(d.kp2d[b, 0] - x0)), int(round(d.kp2d[b, 1] - y0)))
         cv2.line(m, pa, pb, 1.0, th, lineType=cv2.LINE_8)
-    head = [i for i in (0, 2, 5, 7, 8) if d.conf[i] >= min_conf]
+    head = [i for i in HEAD_LANDMARKS if d.conf[i] >= min_conf]
     if head:  # the head (hair, a hat) the segmentation often trims: a disc over the face landmarks
         c = d.kp2d[head].mean(axis=0)
-        ears = np.linalg.norm(d.kp2d[7] - d.kp2d[8]) if d.conf[7] >= min_conf and d.conf[8] >= min_conf else 0.0
-        r = max(0.6 * float(ears), 0.06 * float(d.height), 2.0)
-        cv2.circle(m, (int(round(c[0] - x0)), int(round(c[1] - y0 - 0.3 * r))), int(round(r)), 1.0, -1)
+        ears = np.linalg.norm(d.kp2d[EARS[0]] - d.kp2d[EARS[1]]) if min(d.conf[list(EARS)]) >= min_conf else 0.0
+        r = max(settings.head_ear_radius * float(ears), settings.head_min_radius * float(d.height), 2.0)
+        lift = settings.head_lift * r
+        cv2.circle(m, (int(round(c[0] - x0)), int(round(c[1] - y0 - lift))), int(round(r)), 1.0, -1)
     d.mask = m
 
 

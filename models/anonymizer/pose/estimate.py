@@ -69,7 +69,9 @@ def fit_config(settings: FitSettings) -> FitConfig:
     defaults serve the other backends)."""
     return FitConfig(iterations=settings.iterations, lr=settings.lr, w_2d=settings.w_2d, w_3d=settings.w_3d,
                      w_prior=settings.w_prior, w_smooth=settings.w_smooth, smooth_sigma=settings.smooth_sigma,
-                     min_confidence=settings.min_confidence)
+                     min_confidence=settings.min_confidence, min_joints=settings.min_joints,
+                     min_spread_px=settings.min_spread_px, near_m=settings.near_m,
+                     w_smooth_transl=settings.w_smooth_transl)
 
 
 def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarray, settings: MediapipePoseSettings,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
 from anonymask.models.anonymizer.pose.records import Kind, Person, PoseDiagnostics
 from anonymask.models.anonymizer.pose.settings import FaceSettings
 from anonymask.models.shared.geometry import fill_gaps
@@ -43,7 +44,7 @@ def add_face_people(people: list[Person], read_frames, t_len: int, rest_joints: 
     n_bodies = len(people)
     person_boxes = np.stack([p.boxes for p in people]) if people else np.full((0, t_len, 4), np.nan, np.float32)
     heads = avatar_heads([p.track for p in people], rest_joints, camera, t_len) if settings.heads else None
-    finder = FaceFinder(settings.min_score, settings.upscale_below)
+    finder = FaceFinder(settings.min_score, settings.upscale_below, settings.duplicate_iou)
     explained_by: dict | None = {} if settings.explained_regions and paint_frame is not None else None
     face_tracks = unexplained_faces(read_frames, t_len, person_boxes, finder=finder, settings=settings, heads=heads,
                                     explained_by=explained_by)
@@ -118,8 +119,8 @@ def _region_detection(m: np.ndarray, box: np.ndarray):
     from anonymask.models.anonymizer.pose.people import Detection
 
     x0, y0, x1, y1 = (int(v) for v in box)
-    return Detection(np.asarray(box, np.float32), np.zeros((33, 2), np.float32), np.zeros(33, np.float32),
-                     np.zeros((33, 3), np.float32), m[y0:y1, x0:x1].copy(), (x0, y0, x1, y1), 1.0, "face")
+    return Detection(np.asarray(box, np.float32), np.zeros((N_LANDMARKS, 2), np.float32), np.zeros(N_LANDMARKS, np.float32),
+                     np.zeros((N_LANDMARKS, 3), np.float32), m[y0:y1, x0:x1].copy(), (x0, y0, x1, y1), 1.0, "face")
 
 
 def yield_to_face(people: list[Person], f: int, face_boxes: np.ndarray, min_iou: float) -> int:

@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.pose.settings import FaceSettings
+from anonymask.models.shared.body.tracks import JOINT_INDEX
 from anonymask.models.shared.geometry import box_iou
 
 
@@ -26,13 +27,14 @@ class FaceFinder:
     """BlazeFace short-range + full-range on the frame (and a 2x upscale of small frames),
     duplicates merged. ``detect(frame) -> [(box x0,y0,x1,y1, score)]`` in frame pixels."""
 
-    def __init__(self, min_score: float, upscale_below: int):
+    def __init__(self, min_score: float, upscale_below: int, duplicate_iou: float):
         import mediapipe as mp
 
         self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
                        for s in (0, 1)]
         self.min_score = float(min_score)
         self.upscale_below = int(upscale_below)
+        self.duplicate_iou = float(duplicate_iou)
 
     def detect(self, frame: np.ndarray) -> list[tuple[np.ndarray, float]]:
         h, w = frame.shape[:2]
@@ -47,7 +49,7 @@ class FaceFinder:
                     continue
                 b = d.location_data.relative_bounding_box
                 box = np.array([b.xmin * w, b.ymin * h, (b.xmin + b.width) * w, (b.ymin + b.height) * h], np.float32)
-                if not any(box_iou(box, o) > 0.4 for o, _ in out):
+                if not any(box_iou(box, o) > self.duplicate_iou for o, _ in out):
                     out.append((box, sc))
         return out
 
@@ -69,6 +71,8 @@ class FaceTrack:
 #: and the half side of a box around it that holds the face (m)
 FACE_ALONG_NECK = 1.67
 HEAD_HALF = 0.1
+#: SMPL-H joints: forward kinematics runs up to the head (its chain needs only the joints before it)
+NECK, HEAD = JOINT_INDEX["neck"], JOINT_INDEX["head"]
 
 
 def avatar_heads(tracks, rest_joints: np.ndarray, camera, t_len: int) -> np.ndarray:
@@ -89,8 +93,8 @@ def avatar_heads(tracks, rest_joints: np.ndarray, camera, t_len: int) -> np.ndar
         with torch.no_grad():
             joints = forward_kinematics(rest, torch.as_tensor(tr.global_orient[rows]),
                                         torch.as_tensor(tr.body_pose[rows]), torch.as_tensor(tr.transl[rows]),
-                                        num_joints=16).numpy().astype(np.float64)
-        neck, head = joints[:, 12], joints[:, 15]
+                                        num_joints=HEAD + 1).numpy().astype(np.float64)
+        neck, head = joints[:, NECK], joints[:, HEAD]
         face = head + FACE_ALONG_NECK * (head - neck)
         z = face[:, 2]
         ok = z > 1e-3

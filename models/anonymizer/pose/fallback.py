@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from anonymask.models.shared.body.tracks import Camera, SMPLHTrack, upright_orient
+from anonymask.models.shared.body.tracks import NUM_BETAS, NUM_BODY_JOINTS, Camera, SMPLHTrack, upright_orient
 
 #: shoulder rotation (about the body's forward axis) that brings the rest pose's arms down
 ARMS_DOWN_DEG = 75.0
@@ -30,7 +30,7 @@ FACE_WIDTH = 0.15
 
 def neutral_body_pose() -> np.ndarray:
     """(63,) body pose: the rest pose with the arms down along the body."""
-    bp = np.zeros(63, np.float32)
+    bp = np.zeros(NUM_BODY_JOINTS * 3, np.float32)
     bp[(16 - 1) * 3 + 2] = -np.radians(ARMS_DOWN_DEG)  # left shoulder
     bp[(17 - 1) * 3 + 2] = np.radians(ARMS_DOWN_DEG)  # right shoulder
     return bp
@@ -39,7 +39,7 @@ def neutral_body_pose() -> np.ndarray:
 def _geometry(body) -> dict[str, float]:
     """Size and reference heights of the neutral body (canonical frame, y up, metres)."""
     z = np.zeros((1, 3), np.float32)
-    out = body.forward(np.zeros(10, np.float32), z, neutral_body_pose()[None], transl=z)
+    out = body.forward(np.zeros(NUM_BETAS, np.float32), z, neutral_body_pose()[None], transl=z)
     v, j = out.vertices[0], out.joints[0]
     top = float(v[:, 1].max())
     return {"height": top - float(v[:, 1].min()), "width": float(np.ptp(v[:, 0])), "top": top,

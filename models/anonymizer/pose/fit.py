@@ -17,7 +17,18 @@ import numpy as np
 import torch
 
 from anonymask.models.anonymizer.pose.kinematics import forward_kinematics
-from anonymask.models.shared.body.tracks import JOINT_INDEX, Camera, SMPLHTrack, rotmat_to_axis_angle
+from anonymask.models.shared.body.tracks import (
+    JOINT_INDEX,
+    NUM_BETAS,
+    NUM_BODY_JOINTS,
+    NUM_HAND_JOINTS,
+    Camera,
+    SMPLHTrack,
+    rotmat_to_axis_angle,
+)
+
+#: axis-angle values of the body pose (21 joints, pelvis excluded: that is the global orientation)
+BODY_POSE_DIMS = NUM_BODY_JOINTS * 3
 
 _TORSO = ("left_hip", "right_hip", "left_shoulder", "right_shoulder")
 
@@ -34,6 +45,10 @@ class FitConfig:
     w_smooth: float = 0.1
     smooth_sigma: float = 1.0
     min_confidence: float = 0.3
+    min_joints: int = 4  # landmarks a frame needs to be fitted (fewer pin no body)
+    min_spread_px: float = 10.0  # the smallest landmark spread a frame's 2-D error is divided by
+    near_m: float = 0.1  # joints nearer the camera are projected at this depth (no division blow-up)
+    w_smooth_transl: float = 10.0  # the translation's share of the smoothness term, against the rotations'
 
 
 def _kabsch(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -212,7 +227,7 @@ def fit_tracks(
     k3_all = np.zeros((n, t_max, k_n, 3))
     go0 = np.zeros((n, t_max, 3))
     tr0 = np.zeros((n, t_max, 3))
-    scale_all = np.ones((n, t_max)) * 10.0
+    scale_all = np.ones((n, t_max)) * cfg.min_spread_px
     valid_all = []
     for i, p in enumerate(people):
         t_len = lens[i]
@@ -220,7 +235,7 @@ def fit_tracks(
         raw = np.asarray(p.conf, np.float64)[:, src]
         conf = np.where(raw >= cfg.min_confidence, raw, 0.0)
         k3 = None if p.kp3d is None else np.asarray(p.kp3d, np.float64)[:, src]
-        valid_all.append((conf > 0).sum(1) >= 4)
+        valid_all.append((conf > 0).sum(1) >= cfg.min_joints)
         orient0, transl0 = _initial_orient_transl(rest_joints, kp2d, conf, k3, absolute_3d, name_of, camera,
                                                   cfg.min_confidence)
         go0[i, :t_len], tr0[i, :t_len] = unwrap_rotvecs(orient0), transl0
@@ -231,11 +246,11 @@ def fit_tracks(
         if k3 is not None:
             k3_all[i, :t_len] = np.nan_to_num(k3)
         scale_all[i, :t_len] = [max(float(np.ptp(kp2d[t][conf[t] > 0], axis=0).max())
-                                    if (conf[t] > 0).sum() > 1 else 1.0, 10.0) for t in range(t_len)]
+                                    if (conf[t] > 0).sum() > 1 else 1.0, cfg.min_spread_px) for t in range(t_len)]
     dt = torch.float32
     rest = torch.as_tensor(rest_joints, dtype=dt)
     go = torch.tensor(go0, dtype=dt, requires_grad=True)
-    bp = torch.zeros((n, t_max, 63), dtype=dt, requires_grad=True)
+    bp = torch.zeros((n, t_max, BODY_POSE_DIMS), dtype=dt, requires_grad=True)
     tr = torch.tensor(tr0, dtype=dt, requires_grad=True)
     kp = torch.as_tensor(kp_all, dtype=dt)
     c = torch.as_tensor(conf_all, dtype=dt) * torch.as_tensor(wts, dtype=dt)
@@ -261,9 +276,9 @@ def fit_tracks(
     with _one_thread():
         for _ in range(cfg.iterations):
             opt.zero_grad()
-            joints = forward_kinematics(rest, go.reshape(-1, 3), bp.reshape(-1, 63), tr.reshape(-1, 3),
+            joints = forward_kinematics(rest, go.reshape(-1, 3), bp.reshape(-1, BODY_POSE_DIMS), tr.reshape(-1, 3),
                                         num_joints=n_fk)[:, dst_t].reshape(n, t_max, k_n, 3)
-            z = joints[..., 2].clamp(min=0.1)
+            z = joints[..., 2].clamp(min=cfg.near_m)
             proj = torch.stack([fx * joints[..., 0] / z + cx, fy * joints[..., 1] / z + cy], -1)
             e2 = (((proj - kp) / scale[..., None, None]) ** 2).sum(-1)
             loss2 = (c * e2).sum((1, 2)) / c.sum((1, 2)).clamp(min=1)
@@ -277,8 +292,8 @@ def fit_tracks(
                     e3 = ((rel - obs) ** 2).sum(-1)
                 loss3 = (c * e3).sum((1, 2)) / c.sum((1, 2)).clamp(min=1) * use3
                 loss = loss + cfg.w_3d * loss3
-            prior = (bp ** 2 * frame[..., None]).sum((1, 2)) / (n_frames * 63)
-            smooth = mean_link(go) + mean_link(bp) + mean_link(tr) * 10
+            prior = (bp ** 2 * frame[..., None]).sum((1, 2)) / (n_frames * BODY_POSE_DIMS)
+            smooth = mean_link(go) + mean_link(bp) + mean_link(tr) * cfg.w_smooth_transl
             loss = loss + cfg.w_prior * prior + cfg.w_smooth * smooth
             loss.sum().backward()
             opt.step()
@@ -289,10 +304,10 @@ def fit_tracks(
     for i, p in enumerate(people):
         t_len = lens[i]
         terms = {k: float(v[i].detach()) for k, v in per.items() if k != "structure_3d" or has3[i]}
-        zeros = np.zeros((t_len, 45), np.float32)
+        zeros = np.zeros((t_len, NUM_HAND_JOINTS * 3), np.float32)
         go_np = smooth_over_time(unwrap_rotvecs(go[i, :t_len].detach().numpy()), cfg.smooth_sigma)
         bp_np, tr_np = (smooth_over_time(v[i, :t_len].detach().numpy(), cfg.smooth_sigma) for v in (bp, tr))
-        track = SMPLHTrack(p.track_id, np.zeros(10) if p.betas is None else p.betas, go_np, bp_np, zeros,
+        track = SMPLHTrack(p.track_id, np.zeros(NUM_BETAS) if p.betas is None else p.betas, go_np, bp_np, zeros,
                            zeros.copy(), tr_np, valid_all[i])
         out.append((track, terms))
     return out

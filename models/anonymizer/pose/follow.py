@@ -111,19 +111,20 @@ def _lead(box: np.ndarray, way: np.ndarray) -> float:
 
 
 class _GreyFrames:
-    """Frames as small grey images, read 16 at a time and kept while ``lag`` frames back may still
+    """Frames as small grey images, read ``follow_read_frames`` at a time and kept while ``lag`` frames back may still
     be asked for (frame t and frame t - lag are compared), and the motion test on them."""
 
     def __init__(self, read_frames, t_len: int, settings: BridgeSettings):
         self.read, self.t_len, self.lag, self.width = read_frames, t_len, settings.follow_lag, settings.follow_width
         self.threshold, self.reach = settings.follow_motion, settings.follow_reach
         self.min_share, self.part_gap = settings.follow_min_share, settings.follow_part_gap
+        self.chunk, self.margin = settings.follow_read_frames, settings.follow_margin_px
         self.cache: dict[int, tuple[np.ndarray, float]] = {}
 
     def __call__(self, t: int) -> tuple[np.ndarray, float]:
         if t not in self.cache:
             a = max(0, t - self.lag)
-            for k, f in enumerate(self.read(a, min(self.t_len, a + 16))):
+            for k, f in enumerate(self.read(a, min(self.t_len, a + self.chunk))):
                 g, scale = small_grey(np.asarray(f), self.width)
                 self.cache.setdefault(a + k, (g.astype(np.float32), scale))
             for old in [k for k in self.cache if k < t - self.lag]:
@@ -140,7 +141,7 @@ class _GreyFrames:
         before, _ = self(max(0, t - self.lag))
         small_box = box * k
         reach = self.reach
-        changed, valid = changed_pixels(_aligned(before, cur, small_box, reach * height * k + 8), cur, self.threshold)
+        changed, valid = changed_pixels(_aligned(before, cur, small_box, reach * height * k + self.margin), cur, self.threshold)
         found = moving_box(changed, small_box, height * k, reach=reach, min_area=self.min_share * area * k * k,
                            bridge=self.part_gap)
         if found is None:

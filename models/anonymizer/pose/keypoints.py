@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from anonymask.models.shared.body.tracks import JOINT_INDEX
 
+#: MediaPipe Pose's landmark count (its landmark model also returns 6 auxiliary points after them)
+N_LANDMARKS = 33
+#: MediaPipe's face landmarks that place the head: nose, the eyes' centres and the ears
+HEAD_LANDMARKS = (0, 2, 5, 7, 8)
+#: MediaPipe's ear landmarks (their distance is the head's width)
+EARS = (7, 8)
+
 # (mediapipe index, SMPL-H joint name, weight)
 MEDIAPIPE_TO_SMPLH: tuple[tuple[int, str, float], ...] = (
     (11, "left_shoulder", 1.0), (12, "right_shoulder", 1.0),

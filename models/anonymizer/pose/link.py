@@ -10,7 +10,7 @@ tracker lost the person and found them again at once), when B's first box is whe
 <= ``slack`` + ``speed`` x gap, in person heights) and both boxes have about the same size: their
 heights or their diagonals within ``max_ratio`` (a pose changes one or the other: a man curled up
 in a flip has a box half as tall as when he lands, its diagonal 0.76x; a kick
-widens the box, its height stays). Before 2026-11-25 only heights counted. The
+widens the box, its height stays). The
 linked gap is bridged by interpolated boxes (removed as boxes, the avatar stays), exactly as the
 short gaps of one track are. Linking is greedy by distance, one successor per track, so chains
 A -> B -> C form. Two different people can be linked only if one vanishes mid-frame where the

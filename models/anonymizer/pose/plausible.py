@@ -9,8 +9,8 @@ stay within the box grown by ``max_reach`` box heights (a limb the landmarks mis
 past it) in most of the frames the person was seen. With ``pose4d.fit.check_reach`` a fit that does
 not is replaced by the neutral avatar fitted into the box, the avatar anyone seen too briefly to
 pose gets, so the person is still replaced, never erased, and no avatar is larger than what was
-seen. It is off by default: on the 60-s generated clip the oversized avatar had covered pixels
-that the person's held mask missed, and with the box avatar they showed (docs/RESULTS.md).
+seen. It is off by default: an oversized avatar can cover pixels that the person's held mask
+missed, and with the box avatar they show (measured: docs/RESULTS.md, search check_reach).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from anonymask.core.errors import MissingWeightsError
 from anonymask.core.registry import register
+from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
 from anonymask.models.anonymizer.pose.people import BODY_LANDMARKS, Detection, box_iou
 from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
@@ -88,8 +89,8 @@ def load_rcnn(root: str | os.PathLike | None = None, masks: bool = True, device:
 
 def coco_to_landmarks(kps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(17,3) COCO keypoints (x, y, visible) and their (17,) logits -> (33,2) pixels, (33,) conf."""
-    kp2d = np.zeros((33, 2), np.float32)
-    conf = np.zeros(33, np.float32)
+    kp2d = np.zeros((N_LANDMARKS, 2), np.float32)
+    conf = np.zeros(N_LANDMARKS, np.float32)
     idx = list(COCO_TO_BLAZEPOSE)
     kp2d[idx] = kps[:, :2]
     conf[idx] = 1.0 / (1.0 + np.exp(-np.asarray(scores, np.float32)))
@@ -110,7 +111,15 @@ class RCNNPeopleDetector:
         roi=None,
         min_size: int = 512,
         max_people: Annotated[int, Field(ge=1)] = 20,
+        mask_score_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+        mask_iou: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+        landmark_iou: Annotated[float, Field(ge=0.0, le=1.0)] = 0.3,
     ):
+        """``min_score``: the keypoint model's person score; Mask R-CNN's masks are taken from its
+        people scored at ``mask_score_share`` x that (the two models rank a person differently)
+        whose box has IoU > ``mask_iou`` with the keypoint person's. ``landmark_iou``: the box IoU
+        the landmark model's person, run on the region the keypoints span, needs with the R-CNN
+        box to be that person (below it went to someone else: the R-CNN keypoints are kept)."""
         import torch
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -120,6 +129,7 @@ class RCNNPeopleDetector:
                 m.transform.min_size = (int(min_size),)
                 m.roi_heads.detections_per_img = int(max_people)
         self.min_score = float(min_score)
+        self.mask_score_share, self.mask_iou, self.landmark_iou = mask_score_share, mask_iou, landmark_iou
         self._roi = roi
 
     @property
@@ -144,12 +154,12 @@ class RCNNPeopleDetector:
         scores = k["scores"][keep].cpu().numpy()
         masks = [None] * len(boxes)
         if m is not None:
-            mp = (m["labels"] == 1) & (m["scores"] >= 0.5 * self.min_score)
+            mp = (m["labels"] == 1) & (m["scores"] >= self.mask_score_share * self.min_score)
             mboxes = m["boxes"][mp].cpu().numpy()
             mmasks = m["masks"][mp, 0].cpu().numpy()
             for i, b in enumerate(boxes):
                 ious = [box_iou(b, mb) for mb in mboxes]
-                if ious and max(ious) > 0.5:
+                if ious and max(ious) > self.mask_iou:
                     masks[i] = mmasks[int(np.argmax(ious))].astype(np.float32)
         return boxes, kps, kps_scores, scores, masks
 
@@ -164,7 +174,7 @@ class RCNNPeopleDetector:
             roi = roi_from_landmarks(kp2d, conf, ROI_LANDMARK_CONF)
             if roi is not None:
                 d, nxt, _ = self.roi.track(frame, roi, ROI_MIN_SCORE)
-                if d is not None and box_iou(d.box, box) < 0.3:
+                if d is not None and box_iou(d.box, box) < self.landmark_iou:
                     d = None  # the landmark model went to someone else
                 if d is not None:
                     d.roi_next = nxt
@@ -172,7 +182,7 @@ class RCNNPeopleDetector:
                 full = mask if mask is not None else _box_mask(box, h, w)
                 x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
                 x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
-                d = Detection(box.astype(np.float32), kp2d, conf, np.zeros((33, 3), np.float32),
+                d = Detection(box.astype(np.float32), kp2d, conf, np.zeros((N_LANDMARKS, 3), np.float32),
                               full[y0:y1, x0:x1].copy(), (x0, y0, x1, y1),
                               float(conf[list(BODY_LANDMARKS)].mean()), "frame")
             elif mask is not None:  # Mask R-CNN's instance mask instead of the landmark model's

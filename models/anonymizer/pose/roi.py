@@ -22,13 +22,26 @@ import cv2
 import numpy as np
 
 from anonymask.core.environment import environment, variable
+from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
 from anonymask.models.anonymizer.pose.people import BODY_LANDMARKS, Detection, mediapipe_models_dir
 
 _SIZE = 256
+#: the landmark model's outputs: 33 landmarks then 6 auxiliary points (hip centre and scale point of
+#: the next region, ...), each with 5 values (x, y, z, visibility logit, presence logit); world
+#: landmarks have 3
+MODEL_POINTS, POINT_VALUES = N_LANDMARKS + 6, 5
+#: logits are clipped here before the sigmoid (exp overflows past ~88; the sigmoid is 0 or 1 already)
+_LOGIT_CLIP = 30.0
+#: visibility under which the landmark model has not placed a hip or shoulder at all (it places a
+#: joint it cannot see with 0.1-0.3): no region can be derived from them
+TORSO_MIN_VIS = 0.05
+#: px: a region whose landmarks reach less than this from the hips, or whose next region is smaller
+#: than ``MIN_SIDE_PX``, holds nothing the 256-px landmark model can pose
+MIN_REACH_PX, MIN_SIDE_PX = 4, 8
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(x, -30, 30)))
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -_LOGIT_CLIP, _LOGIT_CLIP)))
 
 
 #: MediaPipe's pose tracking enlarges the region its auxiliary points span by this (the landmark
@@ -53,19 +66,19 @@ def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float) -> t
     from the hip centre (as the auxiliary points would give), over the body landmarks seen with
     visibility >= ``min_conf`` (all of them where fewer than four are)."""
     hips, shoulders = kp2d[[23, 24]], kp2d[[11, 12]]
-    if min(conf[[23, 24]].min(), conf[[11, 12]].min()) < 0.05:
+    if min(conf[[23, 24]].min(), conf[[11, 12]].min()) < TORSO_MIN_VIS:
         return None
     c = hips.mean(0)
     up = shoulders.mean(0) - c
     seen = conf >= min_conf
-    seen[[i for i in range(33) if i not in BODY_LANDMARKS]] = False
+    seen[[i for i in range(N_LANDMARKS) if i not in BODY_LANDMARKS]] = False
     pts = kp2d[seen] if seen.sum() >= 4 else kp2d[list(BODY_LANDMARKS)]
     reach = float(np.max(np.linalg.norm(pts - c, axis=1)))
-    if reach < 4:
+    if reach < MIN_REACH_PX:
         return None
     rot = math.pi / 2 - math.atan2(-up[1], up[0])
     rot = (rot + math.pi) % (2 * math.pi) - math.pi
-    return float(c[0]), float(c[1]), 2.0 * reach * 1.25, rot
+    return float(c[0]), float(c[1]), 2.0 * reach * MEDIAPIPE_ROI_ENLARGE, rot
 
 
 #: environment variable: threads one landmark-model call may use (the Dask runner sets it to the
@@ -135,17 +148,17 @@ class RoiLandmarker:
         with self.lock:
             self.it.set_tensor(self.inp, (crop.astype(np.float32) * (1.0 / 255.0))[None])
             self.it.invoke()
-            lm = self.it.get_tensor(self.out_lm).reshape(39, 5).astype(np.float64)
+            lm = self.it.get_tensor(self.out_lm).reshape(MODEL_POINTS, POINT_VALUES).astype(np.float64)
             flag = float(np.ravel(self.it.get_tensor(self.out_flag))[0])
             seg = _sigmoid(self.it.get_tensor(self.out_seg)[0, ..., 0].astype(np.float32))
-            world = self.it.get_tensor(self.out_world).reshape(39, 3).astype(np.float32)
+            world = self.it.get_tensor(self.out_world).reshape(MODEL_POINTS, 3).astype(np.float32)
         if flag < self.min_flag:
             return None, None, flag
         pts = lm[:, :2] @ m[:, :2].T + m[:, 2]
-        vis = _sigmoid(lm[:33, 3]).astype(np.float32)
+        vis = _sigmoid(lm[:N_LANDMARKS, 3]).astype(np.float32)
         score = float(vis[list(BODY_LANDMARKS)].mean())
         nxt = roi_from_aux(pts[33], pts[34])
-        if score < min_score or nxt[2] < 8:
+        if score < min_score or nxt[2] < MIN_SIDE_PX:
             return None, None, flag
         # segmentation back to the frame, only over the crop's bounding box
         corners = np.array([[0, 0], [_SIZE, 0], [0, _SIZE], [_SIZE, _SIZE]], np.float64) @ m[:, :2].T + m[:, 2]
@@ -166,5 +179,5 @@ class RoiLandmarker:
         rx0, ry0 = max(x0, int(box[0]) - 2), max(y0, int(box[1]) - 2)
         rx1, ry1 = min(x1, int(box[2]) + 2), min(y1, int(box[3]) + 2)
         mask = mask[ry0 - y0 : ry1 - y0, rx0 - x0 : rx1 - x0].copy()
-        det = Detection(box, pts[:33].astype(np.float32), vis, world[:33], mask, (rx0, ry0, rx1, ry1), score, "track")
+        det = Detection(box, pts[:N_LANDMARKS].astype(np.float32), vis, world[:N_LANDMARKS], mask, (rx0, ry0, rx1, ry1), score, "track")
         return det, nxt, flag

@@ -65,6 +65,17 @@ import numpy as np
 from anonymask.models.anonymizer.pose.people import Detection, box_iou, known_person, mask_overlap
 from anonymask.models.anonymizer.pose.settings import EvidenceSettings, SamePersonSettings, ScanSettings
 
+#: OpenCV's default people detector: its window (w, h px) and the height of the person it was
+#: trained on inside it (Dalal & Triggs' 64x128 windows hold a ~96-px pedestrian)
+HOG_WINDOW, HOG_PERSON_PX = (64, 128), 96.0
+#: the selfie segmentation's (general model) square input side, px
+SELFIE_INPUT = 256
+#: px: boxes are scored at this height at least, and search regions and grid strides are at least
+#: this large (guards for degenerate boxes: nothing this small can be posed)
+MIN_BOX_PX, MIN_STRIDE_PX, MIN_SEARCH_PX = 8.0, 4.0, 16.0
+#: the grey that hides people already found from the landmark model (a flat mid-grey is nobody)
+GREY = 127
+
 
 class Look(Enum):
     """What one look at a region came to. ``EMPTY`` and ``TURNED_DOWN`` depend only on the pixels
@@ -91,6 +102,8 @@ class PersonEvidence:
 
     def __init__(self, settings: EvidenceSettings):
         self.hog_min, self.hog_weight, self.min_combined = settings.hog_min, settings.hog_weight, settings.min_combined
+        self.hog_scales, self.hog_shifts_px = settings.hog_scales, settings.hog_shifts_px
+        self.selfie_context = settings.selfie_context
         self._hog = cv2.HOGDescriptor()
         svm = np.ravel(cv2.HOGDescriptor_getDefaultPeopleDetector()).astype(np.float32)
         self._w, self._b = svm[:-1], float(svm[-1])
@@ -101,16 +114,17 @@ class PersonEvidence:
         """Best linear-SVM margin over a few shifts and scales of the 64x128 window in which the
         box's height is 96 px (the size the default people detector was trained on)."""
         x0, y0, x1, y1 = [float(v) for v in box]
-        bh = max(y1 - y0, 8.0)
-        s = 96.0 / bh
+        bh = max(y1 - y0, MIN_BOX_PX)
+        s = HOG_PERSON_PX / bh
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
         gray = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
         best = -np.inf
-        for ds in (0.9, 1.0, 1.1):
-            for dx in (-4.0, 0.0, 4.0):
+        ww, wh = HOG_WINDOW
+        for ds in self.hog_scales:
+            for dx in self.hog_shifts_px:
                 k = s * ds
-                m = np.float32([[k, 0, 32 + dx - cx * k], [0, k, 64 - cy * k]])
-                win = cv2.warpAffine(gray, m, (64, 128), flags=cv2.INTER_AREA if k < 1 else cv2.INTER_LINEAR,
+                m = np.float32([[k, 0, ww / 2 + dx - cx * k], [0, k, wh / 2 - cy * k]])
+                win = cv2.warpAffine(gray, m, HOG_WINDOW, flags=cv2.INTER_AREA if k < 1 else cv2.INTER_LINEAR,
                                      borderMode=cv2.BORDER_REPLICATE)
                 best = max(best, float(self._hog.compute(win).ravel() @ self._w + self._b))
         return best
@@ -122,11 +136,11 @@ class PersonEvidence:
 
         h, w = frame.shape[:2]
         x0, y0, x1, y1 = [float(v) for v in det.box]
-        side = 1.3 * max(x1 - x0, y1 - y0, 8.0)
-        s = 256.0 / side
+        side = self.selfie_context * max(x1 - x0, y1 - y0, MIN_BOX_PX)
+        s = SELFIE_INPUT / side
         cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        m = np.float32([[s, 0, 128 - cx * s], [0, s, 128 - cy * s]])
-        crop = cv2.warpAffine(frame, m, (256, 256), borderMode=cv2.BORDER_REPLICATE)
+        m = np.float32([[s, 0, SELFIE_INPUT / 2 - cx * s], [0, s, SELFIE_INPUT / 2 - cy * s]])
+        crop = cv2.warpAffine(frame, m, (SELFIE_INPUT, SELFIE_INPUT), borderMode=cv2.BORDER_REPLICATE)
         with self._lock:
             if self._selfie is None:
                 self._selfie = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
@@ -135,7 +149,7 @@ class PersonEvidence:
         mask = np.zeros((h, w), np.float32)
         mh, mw = ry1 - ry0, rx1 - rx0
         mask[ry0:ry0 + mh, rx0:rx0 + mw] = det.mask[:mh, :mw]
-        inside = cv2.warpAffine(mask, m, (256, 256)) >= 0.5
+        inside = cv2.warpAffine(mask, m, (SELFIE_INPUT, SELFIE_INPUT)) >= 0.5
         return float(prob[inside].mean()) if inside.any() else 0.0
 
     def __call__(self, frame: np.ndarray, det: Detection) -> Evidence:
@@ -178,6 +192,7 @@ class PoseScanner:
         s = settings
         self.roi, self.same, self.region_conf = roi, same, s.region_conf
         self.sides, self.min_side, self.stride = tuple(s.sides), s.min_side, s.stride
+        self.phase_grow = s.phase_grow
         self.first_flag, self.min_flag, self.min_score = s.first_flag, s.min_flag, s.min_score
         self.refine, self.rotate = s.refine, s.rotate
         self.evidence = evidence
@@ -208,10 +223,10 @@ class PoseScanner:
         of the first (a person who stands still in an unlucky place is found on a later scan)."""
         out = []
         shift = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))[phase % 4]
-        grow = 1.22 if (phase // 4) % 2 else 1.0
+        grow = self.phase_grow if (phase // 4) % 2 else 1.0
         for frac in self.sides:
             side = max(float(self.min_side), frac * max(h, w)) * grow
-            st = max(4.0, self.stride * side)
+            st = max(MIN_STRIDE_PX, self.stride * side)
             nx, ny = max(1, int(np.ceil(w / st))), max(1, int(np.ceil(h / st)))
             ox, oy = (w - (nx - 1) * st) / 2 + shift[0] * st, (h - (ny - 1) * st) / 2 + shift[1] * st
             out += [(ox + i * st, oy + j * st, side) for j in range(ny) for i in range(nx) if ox + i * st < w + 1
@@ -392,7 +407,7 @@ class PoseScanner:
         person occluded for a while, turned away, or whom the region tracking let go)."""
         self.last_evidence = []
         bw, bh = float(box[2] - box[0]), float(box[3] - box[1])
-        size = max(bw, bh, 16.0)
+        size = max(bw, bh, MIN_SEARCH_PX)
         cx, cy = _centre(box)
         known = list(known)
         # the people already found are greyed out: where two people overlap, the landmark model
@@ -404,7 +419,7 @@ class PoseScanner:
                     img = frame.copy()
                 x0, y0, x1, y1 = o.region
                 sub = img[y0:y1, x0:x1]
-                sub[o.mask[: y1 - y0, : x1 - x0] >= 0.5] = 127
+                sub[o.mask[: y1 - y0, : x1 - x0] >= 0.5] = GREY
         for k, dx, dy in self.search_regions:
             d = self._candidate(img, (cx + dx * size, cy + dy * size, k * size, 0.0), known, None, 0.0)
             if d is not None and box_iou(d.box, box) > self.search_iou:

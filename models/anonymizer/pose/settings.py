@@ -4,9 +4,11 @@ One sub-model per pass of person discovery (models/anonymizer/pose/estimate.py):
 follow, frame by frame), ``link``, ``confirm``, ``fit``, ``bridge`` (hold and extend past a track's
 ends), ``faces`` and ``exposure`` (what the models see of a dim shot). Each is validated once, at the edge (``--set pose4d.bridge.follow_motion=0``),
 and passed down whole; the passes, the classes they build and every helper they call take every
-value from here and keep no numeric default of their own (tests/models/pose/test_pose_settings.py
-walks every function of models/anonymizer/pose and checks that), so a test that calls a pass runs
-the configuration production runs, and no threshold hides where no setting reaches it.
+value from here and keep no numeric default of their own, and their bodies write no threshold
+(tests/models/pose/test_pose_settings.py walks every function of models/anonymizer/pose and checks
+both: a number in a body is a setting, or a module constant that names the fact it is, such as a
+model's input size), so a test that calls a pass runs the configuration production runs, and no
+threshold hides where no setting reaches it.
 
 Every threshold says its unit and why it is there. Which clips showed the need for a value, and
 the sweeps that chose it, are in docs/RESULTS.md (search for the setting's name).
@@ -88,6 +90,14 @@ class DiscoverSettings(PassSettings):
                                                        "lie and still be drawn (farther: placed on someone else)")
     head_conf: float = Field(0.5, ge=0.0, le=1.0, description="visibility of face landmarks for the head disc "
                                                               "(hair, a hat the segmentation trims)")
+    head_ear_radius: float = Field(0.6, gt=0.0, description="head disc radius / ear-to-ear distance (a head is "
+                                                            "about 1.2 ear widths across: hair and a hat stay "
+                                                            "inside)")
+    head_min_radius: float = Field(0.06, ge=0.0, description="person heights: the head disc's smallest radius "
+                                                             "(ears unseen, a head in profile: a head is ~1/8 of "
+                                                             "a standing body, radius half of that)")
+    head_lift: float = Field(0.3, ge=0.0, description="head disc radii the disc's centre sits above the face "
+                                                      "landmarks' mean (they lie below the crown: hair, a hat)")
     match_iou: float = Field(0.15, ge=0.0, le=1.0, description="box IoU a detection needs with a track's predicted "
                                                                "box to continue it")
     held_iou: float = Field(0.5, ge=0.0, le=1.0, description="box IoU a detection with other landmarks needs to "
@@ -145,6 +155,9 @@ class ScanSettings(PassSettings):
                                                                                       "frame's long side")
     min_side: int = Field(48, ge=8, description="px: smallest region side (the landmark model's input is 256 px)")
     stride: float = Field(0.5, gt=0.0, le=1.0, description="region sides between neighbouring regions")
+    phase_grow: float = Field(1.22, ge=1.0, description="every other round of 4 scans scales the region sides by "
+                                                        "this: about half the step between the sides' scales, so "
+                                                        "later scans look at the scales between")
     refine: int = Field(2, ge=1, description="steps of the region the model predicts from the last, as in "
                                              "MediaPipe's own tracking")
     first_flag: float = Field(0.5, ge=0.0, le=1.0, description="person flag the first look needs to be refined")
@@ -202,6 +215,16 @@ class EvidenceSettings(PassSettings):
     hog_min: float = Field(0.0, ge=-5.0, le=5.0, description="HOG SVM margin that is enough on its own (> 0: a pedestrian)")
     hog_weight: float = Field(0.1, ge=0.0, description="weight of the HOG margin when the segmentation decides")
     min_combined: float = Field(0.0, ge=-5.0, le=5.0, description="HOG margin x weight + segmentation probability a detector hit needs")
+    hog_scales: tuple[float, ...] = Field((0.9, 1.0, 1.1), min_length=1, description="scales of the box the HOG "
+                                                                                     "window is tried at (a box "
+                                                                                     "from a mask is ~10% off a "
+                                                                                     "pedestrian window's framing)")
+    hog_shifts_px: tuple[float, ...] = Field((-4.0, 0.0, 4.0), min_length=1, description="px in the 64x128 window: "
+                                                                                         "sideways shifts tried "
+                                                                                         "(the SVM wants the body "
+                                                                                         "centred)")
+    selfie_context: float = Field(1.3, ge=1.0, description="box sides: the square crop the segmentation sees (it "
+                                                           "needs some background around the person)")
 
 
 class VerifySettings(PassSettings):
@@ -232,6 +255,11 @@ class VerifySettings(PassSettings):
         description="Range (5th-95th percentile, units of the track's median box height) of its body "
                     "landmarks over the frames not held at or above which a track is kept: a body that "
                     "moved is a person.")
+    motion_percentile: float = Field(
+        5.0, ge=0.0, lt=50.0,
+        description="Percentile (and 100 minus it) between which a landmark's range of positions is measured "
+                    "for keep_motion_heights: a few frames of a landmark jumping onto something else do not "
+                    "count as motion.")
 
 
 class LinkSettings(PassSettings):
@@ -285,12 +313,22 @@ class FitSettings(PassSettings):
     min_confidence: float = Field(0.3, ge=0.0, le=1.0, description="landmark visibility below which a landmark "
                                                                    "does not pull on the fit (0.6: mean MPJPE "
                                                                    "113 -> 118 mm)")
+    min_joints: int = Field(4, ge=1, description="landmarks (above min_confidence) a frame needs to be fitted: "
+                                                 "fewer pin no body (a shoulder and a hand fit any posture)")
+    min_spread_px: float = Field(10.0, gt=0.0, description="px: the smallest landmark spread a frame's 2-D "
+                                                           "error is measured in (a far person's few px would "
+                                                           "blow the error up)")
+    near_m: float = Field(0.1, gt=0.0, description="metres: joints nearer the camera are projected at this "
+                                                   "depth during the fit (an early step may put one behind it)")
+    w_smooth_transl: float = Field(10.0, ge=0.0, description="weight of the translation's change (metres) in the "
+                                                             "smoothness term against the rotations' (radians): a "
+                                                             "few cm of jitter weigh as much as a few degrees")
     batch_frames: int = Field(2048, ge=1, description="padded frames fitted in one optimisation (memory of one "
                                                       "long track; shorter tracks share the steps' fixed cost)")
     check_reach: bool = Field(False, description="give the box avatar to a person whose fit reaches far past their "
-                                                 "box (plausible.py); off: such an avatar covered pixels a held "
-                                                 "mask missed on the 60-s clip, and without it they showed "
-                                                 "(docs/RESULTS.md, 2026-11-26 15:10)")
+                                                 "box (plausible.py); off: such an avatar can cover pixels a "
+                                                 "held mask missed, which the box avatar leaves showing "
+                                                 "(docs/RESULTS.md, search check_reach)")
     max_reach: float = Field(0.5, ge=0.0, description="box heights the fitted body joints may reach past the "
                                                      "person's box inside the frame (a limb the landmarks missed); "
                                                      "models/anonymizer/pose/plausible.py")
@@ -338,6 +376,11 @@ class BridgeSettings(PassSettings):
                                                          "behind someone who left)")
     follow_width: int = Field(320, ge=32, description="px: frame width the motion test runs at (noise averages "
                                                       "out, and it is cheap)")
+    follow_margin_px: int = Field(8, ge=0, description="px at follow_width: added around the person's reach before "
+                                                       "the camera's motion is measured outside it (their shadow "
+                                                       "and motion blur move with them)")
+    follow_read_frames: int = Field(16, ge=1, description="frames the motion test reads at a time (memory only: "
+                                                          "results are the same)")
     follow_part_gap: float = Field(0.08, ge=0.0, description="person heights: changes this close are joined into "
                                                              "one part (a plain-coloured leg changes only at its "
                                                              "edges; their gap is about its width)")
@@ -354,6 +397,9 @@ class FaceSettings(PassSettings):
                                                               "headlights pass)")
     upscale_below: int = Field(240, ge=0, description="px: frames whose long side is smaller are upscaled 2x for "
                                                       "the face detector (its smallest face is ~20 px)")
+    duplicate_iou: float = Field(0.4, ge=0.0, le=1.0, description="box IoU above which two findings in one frame "
+                                                                  "are one face (the two models find most faces "
+                                                                  "twice, a little shifted)")
     track_gap: int = Field(8, ge=0, description="face detections a face track may miss and continue")
     track_iou: float = Field(0.1, ge=0.0, le=1.0, description="box IoU a face needs with a track's last face to "
                                                               "continue it")
@@ -433,7 +479,7 @@ class MediapipePoseSettings(PassSettings):
     exposure: ExposureSettings = ExposureSettings()
 
 
-#: settings of the flat layout before 2026-11-26 -> where they are now (a clear error names the new key)
+#: settings of the earlier flat layout -> where they are now (a clear error names the new key)
 RENAMED: dict[str, str] = {
     "min_visible_frames": "confirm.min_visible_frames", "link_gap": "link.gap",
     "keyframe_every": "discover.keyframe_every", "tiles": "discover.tiles", "detect_every": "discover.detect_every",

@@ -94,7 +94,8 @@ def track_evidence(track, shape: tuple[int, int], t_len: int, settings: VerifySe
         for j in range(len(idx)):
             pts = kp[ok[:, j], j]
             if len(pts) >= 2:
-                lo, hi = np.percentile(pts, [5, 95], axis=0)
+                q = settings.motion_percentile
+                lo, hi = np.percentile(pts, [q, 100.0 - q], axis=0)
                 ranges.append(float(np.linalg.norm(hi - lo)))
         if ranges:
             motion = float(np.median(ranges)) / hmed

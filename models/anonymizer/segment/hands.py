@@ -3,7 +3,7 @@
 Hands are where both sources of the person mask are weakest: the segmentation drops thin, fast
 parts (a hand held out from the body often has no mask at all), and the fitted avatar's hand is a
 generic pose at the end of the arm. What is left of a person after the safety margin on the
-synthetic sets is most often a hand (docs/RESULTS.md, 2026-11-26 "Where the leak is"). A disc whose
+synthetic sets is most often a hand (docs/RESULTS.md, "where the leak is"). A disc whose
 radius is a hand's length (about a tenth of the person's height) around the wrist holds the whole
 hand whichever way it points, as long as the fit's wrist is near the real one. It only adds to the
 hole, like the feet's margin (masks.py ``contact_margin``).

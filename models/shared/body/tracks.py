@@ -296,8 +296,8 @@ def hold_edge_poses(track: SMPLHTrack, frames: int, shots: list[tuple[int, int]]
     there the person would be erased from that frame, not replaced. A track with no valid frame
     is returned as it is. ``yielded`` ((T,) bool, video frames): frames where this body's avatar
     yields to another one that covers the person (models/anonymizer/pose/estimate.py ``yield_to_face``,
-    ``yield_parts_to_face``); the hold stops there (carphone: a body found on the man from
-    frame 45 was held over the face avatar's shoulder at frames 43-44, where it had yielded)."""
+    ``yield_parts_to_face``); the hold stops there (a body found on a close-up's person a few frames
+    late would otherwise be held back over the face avatar, in the frames where it had yielded)."""
     idx = np.flatnonzero(track.valid)
     if frames <= 0 or idx.size == 0:
         return track

@@ -84,7 +84,7 @@ _TRACK_KEYS = ("global_orient", "body_pose", "left_hand_pose", "right_hand_pose"
 #: How the generated videos are encoded. ``threads: 1``: libx264's bitstream depends on its thread
 #: count (1, 2 and 3+ threads give three different files from the same frames here), and its default
 #: ("auto") follows the machine's core count, so the same generator wrote different demo data on a
-#: 2-core and a many-core machine and the demo's verdicts differed (docs/RESULTS.md, 2026-11-26).
+#: 2-core and a many-core machine and the demo's verdicts differed (docs/RESULTS.md).
 #: One thread costs nothing that matters at these sizes (8 demo videos of 256x192x48).
 ENCODE: dict = {"crf": 16, "preset": "medium", "options": {"threads": "1"}}
 

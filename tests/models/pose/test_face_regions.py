@@ -18,7 +18,7 @@ def _run(carphone, settings: FaceSettings):
     from anonymask.models.shared.body.model import get_body_model
 
     t_len, h, w = carphone.shape[:3]
-    face, _ = FaceFinder(settings.min_score, settings.upscale_below).detect(carphone[0])[0]
+    face, _ = FaceFinder(settings.min_score, settings.upscale_below, settings.duplicate_iou).detect(carphone[0])[0]
     body = get_body_model()
     cam = default_camera(w, h)
     boxes = np.tile(face, (t_len, 1)).astype(np.float32)

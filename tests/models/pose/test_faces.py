@@ -10,7 +10,7 @@ EVERY_FRAME = S.model_copy(update={"every": 1})
 
 
 def _finder() -> FaceFinder:
-    return FaceFinder(S.min_score, S.upscale_below)
+    return FaceFinder(S.min_score, S.upscale_below, S.duplicate_iou)
 
 
 def test_close_up_face_found_masked_and_explained_only_by_a_box_around_it(carphone):
