@@ -406,7 +406,13 @@ class AuditSettings(StageSettings):
     ground_truth: bool = True
     max_gt_leak: float = Field(0.001, ge=0.0, le=1.0)
     gt_strict: bool = Field(False, description="count hole pixels whose fill matches the person by chance (the "
-                                               "same fill without them) as leaked, as before 2026-11-25")
+                                               "same fill without them) as leaked")
+    refind: bool = Field(True, description="a face or body found outside the avatars counts only if the same "
+                                           "detector finds it again with the avatars taken out (a real person "
+                                           "beside an avatar does not need its pixels to be seen; a detector box "
+                                           "that an avatar's head completes into a face on clutter does)")
+    refind_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU that makes a detection on the frame "
+                                                               "without avatars the same candidate")
     erased: bool = Field(True, description="fail a video where a person is removed without an avatar")
     erased_min_share: float = Field(0.5, gt=0.0, description="smallest uncovered hole region that is a person, "
                                                               "as a share of the video's median hole area")

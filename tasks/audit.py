@@ -3,8 +3,10 @@
 Face and body detectors that differ from the one that found the people (models/anonymizer/audit) run on every
 ``every``-th frame of ``anonymized``; a face or body found mostly outside the avatar pixels
 (``render/mask``) in several audited frames fails the video with an :class:`AuditError` that names
-the frames. Metrics: ``audit_frames``, ``audit_detections``, ``audit_on_avatars``,
-``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
+the frames; with ``refind`` it must also be found again once the avatars are taken out (a real
+person beside an avatar does not need its pixels to be seen). Metrics: ``audit_frames``,
+``audit_detections``, ``audit_on_avatars``, ``audit_avatar_induced``, ``audit_findings`` and
+``audit_passed``. On synthetic data (ground truth in the store) the
 ground-truth leak check runs too (models/anonymizer/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
 share; hole pixels whose fill is the same without the person are not counted, ``audit_gt_coincident``
 is their share, ``gt_strict`` counts them) fails the video above ``max_gt_leak``;
@@ -69,10 +71,12 @@ def run(entry: VideoEntry, cfg: AuditSettings, w: StageWriter) -> None:
 
     auditors = [get_backend("audit", name).create(cfg.detector_options.get(name)) for name in cfg.detectors]
     rep = audit_frames(_sampled(entry, cfg.every), auditors, min_outside=cfg.min_outside,
-                       min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames})
+                       min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames}, refind=cfg.refind,
+                       refind_iou=cfg.refind_iou)
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
-             audit_unconfirmed=rep.unconfirmed, audit_detector_findings=detector_findings)
+             audit_unconfirmed=rep.unconfirmed, audit_avatar_induced=rep.avatar_induced,
+             audit_detector_findings=detector_findings)
     gt = erased = None
     if cfg.ground_truth and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
         share, finding, coincident = gt_leak(_gt_chunks(entry), max_leak=cfg.max_gt_leak, strict=cfg.gt_strict)

@@ -10,6 +10,12 @@ uses other models, so one model's blind spot is not the audit's:
 
 A detection is a *finding* when most of it lies outside the avatar pixels (the render mask, grown
 by a few pixels): a face or body there is real, not an avatar. Detections on avatars are expected.
+A real face outside the avatars does not need the avatars' pixels to be seen, so with ``refind``
+a face candidate must also be found by the same detector, at a lower score (``refind_score``),
+once the avatars are taken out (the grown avatar pixels replaced by the background without
+people): a box that an avatar's head beside a fill or a handlebar completes into a "face" is not
+found there at any score and does not count (``AuditReport.avatar_induced``). Auditors with a
+``refind`` method take part (the face auditor); the body auditors' candidates are not re-checked.
 Single-frame detections are weak evidence (HOG fires on furniture now and then), so a finding
 counts only when the same place is found in ``min_frames`` audited frames (a person left in the
 video is there frame after frame).
@@ -53,30 +59,43 @@ class FaceAuditor:
     larger than ``tile_above`` pixels, on overlapping tiles: the models see a 128 / 192 px version
     of what they are given, so a small face is only found on a tile."""
 
-    def __init__(self, min_score: float = 0.7, tile_above: int = 320, min_person: float = 0.4):
-        import mediapipe as mp
-
-        self.models = [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
-                       for s in (0, 1)]
+    def __init__(self, min_score: float = 0.7, tile_above: int = 320, min_person: float = 0.4,
+                 refind_score: float = 0.3):
+        """``refind_score``: the score at which a face found outside the avatars must be found again
+        once they are taken out (lower than ``min_score``: a real face that loses a few pixels at its
+        edge to the grown avatar mask scores lower, but is still found)."""
+        self.models = self._models(min_score)
         self.tile_above = int(tile_above)
         self.min_score = float(min_score)
         self.min_person = float(min_person)
+        self.refind_score = float(refind_score)
+        self._low = None
         self._seg = None
         self.last_scores: list[float] = []
 
-    def _run(self, image: np.ndarray, ox: int, oy: int, models) -> list[tuple[str, np.ndarray, float]]:
+    @staticmethod
+    def _models(min_score: float):
+        import mediapipe as mp
+
+        return [mp.solutions.face_detection.FaceDetection(model_selection=s, min_detection_confidence=min_score)
+                for s in (0, 1)]
+
+    def _run(self, image: np.ndarray, ox: int, oy: int, models, min_score: float | None = None
+             ) -> list[tuple[str, np.ndarray, float]]:
         h, w = image.shape[:2]
         out = []
+        floor = self.min_score if min_score is None else min_score
         for m in models:
             for d in m.process(np.ascontiguousarray(image)).detections or []:
                 sc = float(d.score[0])
-                if sc < self.min_score:
+                if sc < floor:
                     continue
                 b = d.location_data.relative_bounding_box
                 box = np.array([ox + b.xmin * w, oy + b.ymin * h, ox + (b.xmin + b.width) * w,
                                 oy + (b.ymin + b.height) * h], np.float32)
                 out.append(("face", box, sc))
-                self.last_scores.append(sc)
+                if min_score is None:
+                    self.last_scores.append(sc)
         return out
 
     def confirmed(self, frame: np.ndarray, kind: str, box: np.ndarray, score: float) -> bool:
@@ -101,11 +120,20 @@ class FaceAuditor:
         return x1 > x0 and y1 > y0 and float(prob[y0:y1, x0:x1].mean()) >= self.min_person
 
     def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        return self._detect(frame, self.models, None)
+
+    def refind(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        """:meth:`detect` down to ``refind_score`` (see the module docstring: ``refind``)."""
+        if self._low is None:
+            self._low = self._models(self.refind_score)
+        return self._detect(frame, self._low, self.refind_score)
+
+    def _detect(self, frame: np.ndarray, models, min_score: float | None) -> list[tuple[str, np.ndarray, float]]:
         h, w = frame.shape[:2]
-        out = self._run(frame, 0, 0, self.models)
+        out = self._run(frame, 0, 0, models, min_score)
         if max(h, w) > self.tile_above:
             for x0, y0, x1, y1 in _tiles(h, w):
-                out += self._run(frame[y0:y1, x0:x1], x0, y0, self.models[1:])
+                out += self._run(frame[y0:y1, x0:x1], x0, y0, models[1:], min_score)
         return _nms(out)
 
 
@@ -212,6 +240,7 @@ class AuditReport:
     detections: int = 0
     on_avatars: int = 0
     unconfirmed: int = 0
+    avatar_induced: int = 0  # candidates not found again with the avatars taken out (``refind``)
     findings: list[AuditFinding] = field(default_factory=list)
     #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
     max_frames: dict[str, int] = field(default_factory=dict)
@@ -262,9 +291,11 @@ def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -
 
 
 def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
-                 min_frames: dict[str, int] | None = None, avatar_grow: int = 3) -> AuditReport:
+                 min_frames: dict[str, int] | None = None, avatar_grow: int = 3, refind: bool = True,
+                 refind_iou: float = 0.3) -> AuditReport:
     """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people]) items;
-    see the module docstring."""
+    see the module docstring. ``refind``: a candidate of an auditor with a ``refind`` method counts
+    only if that finds it again (box IoU > ``refind_iou``) on the frame with the avatars taken out."""
     need = {"face": 2, "body": 3, **(min_frames or {})}
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
     rep = AuditReport()
@@ -286,6 +317,7 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
         else:
             blank[avatar] = 127
         for a in auditors:
+            again = None  # the detector on the frame without avatars, run once a candidate needs it
             for kind, box, score in a.detect(frame):
                 rep.detections += 1
                 out = outside_share(box, syn)
@@ -295,6 +327,11 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
                 if hasattr(a, "confirmed") and not a.confirmed(blank, kind, box, score):
                     rep.unconfirmed += 1
                     continue
+                if refind and hasattr(a, "refind"):
+                    again = a.refind(blank) if again is None else again
+                    if not any(k == kind and box_iou(b, box) > refind_iou for k, b, _ in again):
+                        rep.avatar_induced += 1
+                        continue
                 g = next((g for g in groups if g["kind"] == kind and box_iou(g["last"], box) > 0.3), None)
                 if g is None:
                     groups.append({"kind": kind, "box": box, "last": box, "frames": [t], "score": score, "outside": out})
