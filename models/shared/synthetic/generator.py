@@ -288,11 +288,22 @@ def _crop_box(meshes: list[np.ndarray], camera: Camera, pad: int = 2) -> tuple[i
     return int(x0), int(y0), int(x1), int(y1)
 
 
+def _video_array(shape: tuple[int, ...], dtype, scratch: Path | None, name: str) -> np.ndarray:
+    """A zeroed array as long as the video: in memory, or with ``scratch`` a ``.npy`` file there,
+    mapped (a 5-minute two-person clip's frames, masks and alpha are ~12 GB: more than a 24 GiB
+    machine holds next to the rest, and the kernel killed the generator)."""
+    if scratch is None:
+        return np.zeros(shape, dtype)
+    scratch.mkdir(parents=True, exist_ok=True)
+    return np.lib.format.open_memmap(scratch / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+
+
 def _render_composite(meshes: list[np.ndarray], colours: list[np.ndarray], faces: list[np.ndarray],
-                      camera: Camera, background: np.ndarray, ss: int):
+                      camera: Camera, background: np.ndarray, ss: int, scratch: Path | None = None):
     """Render T frames of N bodies at ``ss`` x resolution, average down, composite on background.
     Only the box around the bodies is rendered (a camera with a shifted principal point).
-    Returns (frames (T,H,W,3) uint8, person_masks (T,N,H,W) bool, alpha (T,H,W) uint8)."""
+    Returns (frames (T,H,W,3) uint8, person_masks (T,N,H,W) bool, alpha (T,H,W) uint8); with
+    ``scratch`` (a folder) they are files there, mapped (:func:`_video_array`)."""
     from anonymask.models.shared.render.renderer import MeshSpec, get_renderer
 
     n, t = len(meshes), meshes[0].shape[0]
@@ -303,9 +314,10 @@ def _render_composite(meshes: list[np.ndarray], colours: list[np.ndarray], faces
                   (camera.cy - y0 + 0.5) * ss - 0.5, cw * ss, ch * ss)
     renderer = get_renderer(crop.width, crop.height)
     bg = background[y0:y1, x0:x1].astype(np.float32) / 255.0
-    frames = np.repeat(background[None], t, axis=0)
-    masks = np.zeros((t, n, h, w), bool)
-    alpha_out = np.zeros((t, h, w), np.uint8)
+    frames = _video_array((t, h, w, 3), np.uint8, scratch, "frames")
+    frames[:] = background
+    masks = _video_array((t, n, h, w), bool, scratch, "person_masks")
+    alpha_out = _video_array((t, h, w), np.uint8, scratch, "alpha")
     inv = 1.0 / (ss * ss)
     for f in range(t):
         out = renderer.render([MeshSpec(meshes[i][f], faces[i], colours[i]) for i in range(n)], crop)
@@ -321,8 +333,9 @@ def _render_composite(meshes: list[np.ndarray], colours: list[np.ndarray], faces
 
 
 def render_video(plan: VideoPlan, identities: dict[int, Identity], preset: Preset, seed: int,
-                 classes: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(frames (T,H,W,3) uint8, ground-truth arrays) of one planned video."""
+                 classes: list[str], scratch: Path | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(frames (T,H,W,3) uint8, ground-truth arrays) of one planned video; with ``scratch`` the
+    arrays as long as the video are files there, mapped (the caller removes the folder)."""
     from anonymask.models.shared.body.model import get_body_model, relaxed_hand_pose
 
     rng = _video_rng(seed, plan.video_id)
@@ -341,8 +354,8 @@ def render_video(plan: VideoPlan, identities: dict[int, Identity], preset: Prese
     background = load_background(plan.background, preset.width, preset.height, floor_row=_floor_row(setup, camera))
     frames, person_masks, alpha = _render_composite(
         [p.vertices for p in posed], [idt.vertex_colors(bm) for idt, bm in zip(subjects, models)],
-        [bm.faces for bm in models], camera, background, preset.supersample)
-    gt = _gt_arrays(plan, tracks, posed, camera, setup, background, person_masks, alpha, subjects, preset)
+        [bm.faces for bm in models], camera, background, preset.supersample, scratch)
+    gt = _gt_arrays(plan, tracks, posed, camera, setup, background, person_masks, alpha, subjects, preset, scratch)
     return frames, gt
 
 
@@ -360,6 +373,10 @@ def _floor_row(setup: CameraSetup, camera: Camera, wall_distance: float = 9.0) -
     return int(round(camera.project(p)[1]))
 
 
+#: frames per step where a whole video's ground truth is derived chunk by chunk
+_GT_CHUNK = 256
+
+
 def _ground_plane(setup: CameraSetup) -> np.ndarray:
     rot, t = setup.extrinsics()
     n = rot @ np.array([0.0, 1.0, 0.0])  # ground normal (up) in the camera frame
@@ -369,12 +386,15 @@ def _ground_plane(setup: CameraSetup) -> np.ndarray:
 
 def _gt_arrays(plan, tracks: list[SMPLHTrack], posed, camera: Camera, setup: CameraSetup,
                background: np.ndarray, person_masks: np.ndarray, alpha: np.ndarray,
-               subjects: list[Identity], preset: Preset) -> dict[str, np.ndarray]:
+               subjects: list[Identity], preset: Preset, scratch: Path | None = None) -> dict[str, np.ndarray]:
     arrays = [tr.to_arrays() for tr in tracks]
     joints3d = np.stack([p.joints for p in posed], axis=1).astype(np.float32)  # (T,N,52,3)
+    anyone = _video_array((person_masks.shape[0], *person_masks.shape[2:]), bool, scratch, "mask")
+    for a in range(0, len(anyone), _GT_CHUNK):  # a chunk of frames at a time: bounded memory
+        anyone[a : a + _GT_CHUNK] = person_masks[a : a + _GT_CHUNK].any(axis=1)
     gt = {
         "person_masks": person_masks,
-        "mask": person_masks.any(axis=1),
+        "mask": anyone,
         "alpha": alpha,
         "betas": np.stack([a["betas"] for a in arrays]).astype(np.float32),
         **{k: np.stack([a[k] for a in arrays]) for k in _TRACK_KEYS},
@@ -427,10 +447,15 @@ def generate_dataset(root: str | Path, *, preset: Preset | str = DEMO_PRESET, se
     plans = plan_videos(p, seed)
     classes = [action_spec(a).name for a in p.actions]
     videos = []
+    scratch = root / ".scratch"
     for i, plan in enumerate(plans):
-        frames, gt = render_video(plan, by_id, p, seed, classes)
-        write_mp4(root / "videos" / f"{plan.video_id}.mp4", frames, p.fps, **ENCODE)
-        _save_npz(root / "gt" / f"{plan.video_id}.npz", gt)
+        try:  # the video-long arrays live in files there while the video is written (bounded memory)
+            frames, gt = render_video(plan, by_id, p, seed, classes, scratch=scratch)
+            write_mp4(root / "videos" / f"{plan.video_id}.mp4", frames, p.fps, **ENCODE)
+            _save_npz(root / "gt" / f"{plan.video_id}.npz", gt)
+            del frames, gt
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         videos.append({
             "video_id": plan.video_id, "path": f"videos/{plan.video_id}.mp4", "gt": f"gt/{plan.video_id}.npz",
             "label": plan.label, "action": plan.action, "subjects": [by_id[s].name for s in plan.subjects],
