@@ -1,15 +1,17 @@
-"""How often the audit's ``refind`` rule would excuse a real face (docs/RESULTS.md, search ``refind``).
+"""How often the audit's ``refind`` rule would excuse a real face or body (docs/RESULTS.md, search ``refind``).
 
-    .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] [--every 8] [--scores 0.7,0.3,0.2]
+    .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] [--kind face] [--every 8] [--scores 0.7,0.3,0.2]
+    .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] --kind body --scores 0.3,0.0,-0.3
 
-Real faces: every face BlazeFace finds, and the selfie segmentation confirms, on the original
-frames (``raw``) of each video of the stores (every ``--every``-th frame). Against each, a flat
-avatar-coloured region is drawn from each side (left, right, top, bottom), touching the face's box
-or covering 10, 25 or 40% of its central part. On that composite the audit's test runs as in
-production (BlazeFace at its score, outside the grown avatar >= ``min_outside``, confirmed on the
-frame with the avatar taken out); each candidate is then looked for again on that frame at each
-``--scores`` value. Printed per overlap: candidates, and how many are found again at each score;
-then the misses (store, video, frame, overlap, side, box).
+Real faces (bodies): every face BlazeFace finds, and the selfie segmentation confirms (every body
+HOG finds and the pose landmark model confirms), on the original frames (``raw``) of each video
+of the stores (every ``--every``-th frame). Against each, a flat avatar-coloured region is drawn
+from each side (left, right, top, bottom), touching its box or covering 10, 25 or 40% of its
+central part. On that composite the audit's test runs as in production (the detector at its
+threshold, outside the grown avatar >= ``min_outside``, confirmed on the frame with the avatar
+taken out); each candidate is then looked for again on that frame at each ``--scores`` value (the
+face detector's score, HOG's SVM margin). Printed per overlap: candidates, and how many are found
+again at each score; then the misses (store, video, frame, overlap, side, box).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def avatar_beside(box: np.ndarray, side: str, overlap: float, hw: tuple[int, int
 
 def main(argv: list[str] | None = None) -> int:
     from anonymask.config.stages import AuditSettings
-    from anonymask.models.anonymizer.audit.detectors import FaceAuditor, outside_share
+    from anonymask.models.anonymizer.audit.detectors import FaceAuditor, get_auditor, outside_share
     from anonymask.models.shared.geometry import box_iou
     from anonymask.storage.store import DatasetStore
 
@@ -54,10 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("stores", nargs="+")
     p.add_argument("--every", type=int, default=8)
     p.add_argument("--scores", default="0.7,0.3,0.2")
+    p.add_argument("--kind", choices=("face", "body"), default="face")
     args = p.parse_args(argv)
     cfg = AuditSettings()
-    face = FaceAuditor()
-    again_at = {float(s): FaceAuditor(min_score=float(s)) for s in args.scores.split(",")}
+    if args.kind == "face":
+        def make(score):
+            return FaceAuditor(min_score=score)
+    else:
+        def make(score):
+            return get_auditor("hog", hit_threshold=score)
+    detector = FaceAuditor() if args.kind == "face" else get_auditor("hog")
+    again_at = {float(s): make(float(s)) for s in args.scores.split(",")}
     grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))  # the audit's avatar_grow of 3 px
     counts = {f: {"candidates": 0, **{s: 0 for s in again_at}} for f in OVERLAPS}
     misses = []
@@ -68,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             raw, background = entry.array("raw"), entry.array("inpainted")
             for t in range(0, raw.shape[0], args.every):
                 frame, bg = np.asarray(raw[t]), np.asarray(background[t])
-                faces = [b for k, b, s in face.detect(frame) if face.confirmed(frame, k, b, s)]
-                for box in faces:
+                found = [b for k, b, s in detector.detect(frame) if detector.confirmed(frame, k, b, s)]
+                for box in found:
                     for overlap in OVERLAPS:
                         for side in SIDES:
                             avatar = avatar_beside(box, side, overlap, frame.shape[:2])
@@ -78,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                             grown = cv2.dilate(avatar.astype(np.uint8), grow).astype(bool)
                             blank = comp.copy()
                             blank[grown] = bg[grown]
-                            hit = [b for k, b, s in face.detect(comp) if box_iou(b, box) > cfg.refind_iou
+                            hit = [b for k, b, s in detector.detect(comp) if box_iou(b, box) > cfg.refind_iou
                                    and outside_share(b, grown.astype(np.float32)) >= cfg.min_outside
-                                   and face.confirmed(blank, k, b, s)]
+                                   and detector.confirmed(blank, k, b, s)]
                             if not hit:
                                 continue
                             counts[overlap]["candidates"] += 1
