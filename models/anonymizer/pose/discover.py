@@ -567,9 +567,12 @@ def left_entry_border(box: np.ndarray, later: np.ndarray, sides: np.ndarray, hw:
     return bool((sides & touching_borders(later, hw, edge) & ~touching_borders(box, hw, edge)).any())
 
 
-#: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses)
+#: landmark pairs drawn into a person's mask (thin limbs the landmark model's segmentation misses):
+#: arms, legs down to heel and toes, the torso, and each hand from the wrist to its pinky, index
+#: and thumb (a hand held out is where the segmentation most often stops short)
 LIMBS = ((11, 13), (13, 15), (12, 14), (14, 16), (23, 25), (25, 27), (24, 26), (26, 28), (27, 31), (28, 32),
-         (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24))
+         (27, 29), (28, 30), (11, 12), (23, 24), (11, 23), (12, 24),
+         (15, 17), (15, 19), (15, 21), (17, 19), (16, 18), (16, 20), (16, 22), (18, 20))
 
 
 def add_limbs(d: Detection, settings: DiscoverSettings, shape: tuple[int, int] | None) -> None:

@@ -52,3 +52,13 @@ def test_the_default_visibility_leaves_the_old_mask_where_every_landmark_is_seen
     a = _painted(_person(0.95), limb_conf=0.5, shape=(140, 500))
     b = _painted(_person(0.95), limb_conf=0.1, shape=(140, 500))
     assert np.array_equal(a, b) and a[100, 80]
+
+
+def test_a_hand_held_out_beyond_the_segmentation_is_drawn_into_the_mask():
+    """The right hand reaches out of the segmentation (wrist at x 58, fingers at x 72-76): the lines
+    from the wrist to its pinky, index and thumb landmarks take it into the mask."""
+    d = _person(0.95)
+    d.kp2d[[16, 18, 20, 22]] = [(58, 60), (74, 57), (76, 61), (72, 66)]
+    m = _painted(d, limb_conf=0.1, shape=(140, 500))
+    assert m[61, 70] and m[64, 68]  # between the wrist and the index finger, and the thumb
+    assert not m[61, 90]  # not past the fingers
