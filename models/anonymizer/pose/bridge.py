@@ -42,7 +42,7 @@ def bridge_after_end(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[int, i
     last = int(seen[-1])
     if not inside_frame(boxes[last], hw, edge):
         return  # at the border: they may have left
-    v_box, v_tr = _velocity(track, boxes, seen[-k:])
+    v_box, v_tr = _velocity(track, boxes, _after_jump(boxes, seen[-k:], settings.max_step, 1))
     b = boxes[last]
     speed = float(np.hypot(v_box[0] + v_box[2], v_box[1] + v_box[3])) / 2 / max(float(b[3] - b[1]), 1.0)
     if speed >= settings.min_speed:
@@ -124,8 +124,27 @@ def bridge_across_border(track, boxes: np.ndarray, gap: np.ndarray, hw: tuple[in
     for end, step in ((int(seen[-1]), 1), (int(seen[0]), -1)):
         if inside_frame(boxes[end], hw, edge):
             continue
-        v_box, v_tr = _velocity(track, boxes, seen[-k:] if step > 0 else seen[:k])
+        ref = _after_jump(boxes, seen[-k:] if step > 0 else seen[:k], settings.max_step, step)
+        v_box, v_tr = _velocity(track, boxes, ref)
         _walk_on(track, boxes, gap, hw, end, step, frames, v_box * step, v_tr * step, keep_end=False)
+
+
+def _after_jump(boxes: np.ndarray, ref: np.ndarray, max_step: float, step: int) -> np.ndarray:
+    """The sightings ``ref`` (sorted) from the track's end inwards (``step`` +1: the last ones, -1:
+    the first ones) up to its first jump: a box centre that moved more than ``max_step`` x the
+    person's height (their tallest box among ``ref``) per frame between two sightings. A velocity
+    measured across a jump is the jump's, not the person's."""
+    ref = np.asarray(ref)
+    order = ref[::-1] if step > 0 else ref
+    height = max(float(np.max(boxes[ref, 3] - boxes[ref, 1])), 1.0)
+    keep = 1
+    while keep < len(order):
+        a, b = boxes[order[keep - 1]], boxes[order[keep]]
+        moved = float(np.hypot((a[0] + a[2] - b[0] - b[2]) / 2, (a[1] + a[3] - b[1] - b[3]) / 2))
+        if moved > max_step * height * abs(int(order[keep - 1]) - int(order[keep])):
+            break
+        keep += 1
+    return np.sort(order[:keep])
 
 
 def _velocity(track, boxes: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

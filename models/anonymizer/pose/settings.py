@@ -346,6 +346,11 @@ class BridgeSettings(PassSettings):
     min_speed: float = Field(0.03, ge=0.0, description="box heights per frame above which a lost person was "
                                                        "walking and walks on")
     velocity_frames: int = Field(5, ge=2, description="last (first) seen frames a track's velocity is taken over")
+    max_step: float = Field(0.5, gt=0.0, description="person heights a track's box centre may move from one "
+                                                     "sighting to the next (per frame between them) and still "
+                                                     "be the same motion: farther is a jump (linked to a "
+                                                     "detection elsewhere), and the velocity is taken after it "
+                                                     "(a sprinter at 12 frames/s moves ~0.5)")
     follow_motion: float = Field(25.0, ge=0.0, description="grey levels: what keeps moving next to a person lost "
                                                            "while walking stays removed; 0: the walk-on box only")
     follow_frames: int = Field(30, ge=0, description="frames past the walk-on the moving parts are followed")
