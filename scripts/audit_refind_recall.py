@@ -59,14 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kind", choices=("face", "body"), default="face")
     args = p.parse_args(argv)
     cfg = AuditSettings()
-    if args.kind == "face":
-        def make(score):
-            return FaceAuditor(min_score=score)
-    else:
-        def make(score):
-            return get_auditor("hog", hit_threshold=score)
+    # the detector as the audit runs it, and the same one at each score a candidate is looked for again at
+    at_score = {"face": lambda s: FaceAuditor(min_score=s), "body": lambda s: get_auditor("hog", hit_threshold=s)}
     detector = FaceAuditor() if args.kind == "face" else get_auditor("hog")
-    again_at = {float(s): make(float(s)) for s in args.scores.split(",")}
+    again_at = {float(s): at_score[args.kind](float(s)) for s in args.scores.split(",")}
     grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))  # the audit's avatar_grow of 3 px
     counts = {f: {"candidates": 0, **{s: 0 for s in again_at}} for f in OVERLAPS}
     misses = []

@@ -41,6 +41,8 @@ DETECTOR_INPUT_NORM = (127.5, 127.5)
 LANDMARKS_INPUT_NORM = (0.0, 255.0)
 #: the landmarks that say where a body is (shoulders, elbows, wrists, hips, knees, ankles, nose)
 BODY_LANDMARKS = (0, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)
+#: the others (face details, hands, feet): left out where a body's extent is measured
+NON_BODY_LANDMARKS = [i for i in range(N_LANDMARKS) if i not in BODY_LANDMARKS]
 
 _BUNDLE: bytes | None = None
 _LOCK = threading.Lock()
@@ -313,7 +315,7 @@ class PeopleDetector:
         box = np.array([rx0 + mon[1].min(), ry0 + mon[0].min(), rx0 + mon[1].max() + 1, ry0 + mon[0].max() + 1],
                        np.float32)
         seen = vis >= 0.5
-        seen[[i for i in range(N_LANDMARKS) if i not in BODY_LANDMARKS]] = False
+        seen[NON_BODY_LANDMARKS] = False
         if seen.any():
             inside = kp[seen]
             inside = inside[(inside[:, 0] >= 0) & (inside[:, 0] < fw) & (inside[:, 1] >= 0) & (inside[:, 1] < fh)]

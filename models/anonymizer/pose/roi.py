@@ -23,7 +23,12 @@ import numpy as np
 
 from anonymask.core.environment import environment, variable
 from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
-from anonymask.models.anonymizer.pose.people import BODY_LANDMARKS, Detection, mediapipe_models_dir
+from anonymask.models.anonymizer.pose.people import (
+    BODY_LANDMARKS,
+    NON_BODY_LANDMARKS,
+    Detection,
+    mediapipe_models_dir,
+)
 
 _SIZE = 256
 #: the landmark model's outputs: 33 landmarks then 6 auxiliary points (hip centre and scale point of
@@ -71,7 +76,7 @@ def roi_from_landmarks(kp2d: np.ndarray, conf: np.ndarray, min_conf: float) -> t
     c = hips.mean(0)
     up = shoulders.mean(0) - c
     seen = conf >= min_conf
-    seen[[i for i in range(N_LANDMARKS) if i not in BODY_LANDMARKS]] = False
+    seen[NON_BODY_LANDMARKS] = False
     pts = kp2d[seen] if seen.sum() >= 4 else kp2d[list(BODY_LANDMARKS)]
     reach = float(np.max(np.linalg.norm(pts - c, axis=1)))
     if reach < MIN_REACH_PX:
