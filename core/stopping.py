@@ -15,6 +15,8 @@ in flight is safe. What we add:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import signal
 import sys
@@ -132,6 +134,31 @@ def import_safe(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]
     return wrapped
 
 
+def _only_interrupts(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt/CancelledError, or a group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_interrupts(e) for e in exc.exceptions)
+    return isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+
+
+class _QuietStopShutdown(logging.Filter):
+    """Drops asyncio's "unhandled exception during asyncio.run() shutdown" report of our own stop.
+
+    Why: the KeyboardInterrupt that ``_handler`` raises lands in whatever the main thread is running.
+    When that is a child task of an event loop (Prefect's runner connecting to its API at start-up),
+    asyncio.run stops, cancels the parent task, and the parent ends with that interrupt wrapped in
+    an exception group, which asyncio logs as a page of traceback although nothing went wrong
+    (``make serve`` stopped during start-up printed one). Only records whose exception is nothing but
+    interrupts, and only once a stop was requested, are dropped; every other error still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (requested() is not None and exc is not None and _only_interrupts(exc))
+
+
+_QUIET = _QuietStopShutdown()
+
+
 def requested() -> int | None:
     """The signal that asked this process to stop, if any."""
     return _stopping.get("signal")
@@ -144,6 +171,7 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     old = {s: signal.signal(s, _handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    logging.getLogger("asyncio").addFilter(_QUIET)
     try:
         yield
     except KeyboardInterrupt:
@@ -153,3 +181,4 @@ def stop_on_signals() -> Iterator[None]:
             finish(requested())
         for s, h in old.items():
             signal.signal(s, h)
+        logging.getLogger("asyncio").removeFilter(_QUIET)

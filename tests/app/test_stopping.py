@@ -150,3 +150,71 @@ def test_a_signal_during_an_import_waits_for_the_import_to_finish(tmp_path, sig,
     assert (tmp_path / "imported").exists(), "the stop broke into the import"
     assert "Traceback" not in err and f"stopping on {signal.Signals(sig).name}" in err, err
     assert time.time() - t0 < 5.0  # stopped right after the import, not at the grace timeout
+
+
+_CHILD_TASK_RUNNING = '''
+import asyncio, sys, time
+import anyio
+from anonymask.core.stopping import stop_on_signals
+
+async def child():
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.01)  # the main thread is inside this child task's step when the signal lands
+
+async def main():
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(child)
+
+with stop_on_signals():
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:  # what prefect.serve does
+        print("shutting down", flush=True)
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_inside_an_event_loops_child_task_prints_no_traceback(tmp_path, sig):
+    """The race behind a red CI run: Ctrl-C while Prefect's runner was connecting to its API at
+    start-up raised the interrupt inside a child task, and asyncio printed the parent's exception
+    group at shutdown. Reproduced deterministically: the child task holds the main thread."""
+    script = tmp_path / "loop.py"
+    script.write_text(_CHILD_TASK_RUNNING)
+    log = tmp_path / "out.log"
+    with open(log, "w") as out:
+        p = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT,
+                             env=_env(tmp_path), cwd=tmp_path)
+    try:
+        _wait_for(log, "ready", 60)
+        p.send_signal(sig)
+        assert p.wait(timeout=20) == 128 + sig
+    finally:
+        p.kill()
+    text = log.read_text()
+    assert "stopping on" in text and "shutting down" in text, text
+    assert "Traceback" not in text and "unhandled exception" not in text, text
+
+
+def test_errors_other_than_the_stop_are_still_logged():
+    """The filter drops only a group of interrupts, and only once a stop was requested."""
+    import asyncio
+    import logging
+
+    from anonymask.core import stopping
+
+    def record(exc):
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "x", None, (type(exc), exc, None))
+
+    quiet = stopping._QuietStopShutdown()
+    group = BaseExceptionGroup("g", [KeyboardInterrupt(), asyncio.CancelledError()])
+    mixed = BaseExceptionGroup("g", [KeyboardInterrupt(), ValueError("real")])
+    assert quiet.filter(record(group))  # no stop requested: shown
+    stopping._stopping["signal"] = signal.SIGINT
+    try:
+        assert not quiet.filter(record(group))
+        assert not quiet.filter(record(KeyboardInterrupt()))
+        assert quiet.filter(record(mixed))
+        assert quiet.filter(record(ValueError("real")))
+    finally:
+        stopping._stopping.pop("signal", None)
