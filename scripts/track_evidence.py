@@ -22,7 +22,9 @@ With ``--gt`` (the synthetic generator's ``gt/<video>.npz``; ``--gt-period`` for
 each track gets ``gt_person_share``: the share of its frames whose box matches a real person's
 (box IoU >= 0.3 with the box of that person's projected body joints, grown by 10%).
 
-``--verdicts`` adds what ``verify_tracks`` decides with the ``verify`` settings.
+``--verdicts`` adds what ``verify_tracks`` decides with the ``verify`` settings, after measuring the
+scene-match cue (``scene_share``, ``scene_hits``: models/anonymizer/pose/scene_match.py) on the
+frames read again, as pose4d's verify pass does (discovery here has no backfill pass).
 
     .venv/bin/python scripts/track_evidence.py --present STORE VIDEO_ID
 
@@ -39,6 +41,26 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+
+class SequentialReader:
+    """``read_frames(a, b)`` over the video for passes that read ascending windows: one decode."""
+
+    def __init__(self, args, stop, table):
+        self.args, self.stop, self.table = args, stop, table
+        self._it, self._t = None, 0
+
+    def __call__(self, a: int, b: int) -> np.ndarray:
+        if self._it is None or a < self._t:
+            self._it, self._t = iter(read_video(self.args.video, self.args.start, self.stop, self.args.max_side or None)), 0
+        out = []
+        for frame in self._it:
+            self._t += 1
+            if self._t - 1 >= a:
+                out.append(frame if self.table is None else self.table[frame])
+            if self._t >= b:
+                break
+        return np.stack(out) if out else np.zeros((0, 1, 1, 3), np.uint8)
 
 
 class RecordingDetector:
@@ -97,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     from anonymask.models.anonymizer.pose.exposure import gain_table, shot_gain
     from anonymask.models.anonymizer.pose.people import get_detector
     from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
-    from anonymask.models.anonymizer.pose.verify import track_evidence, verify_tracks
+    from anonymask.models.anonymizer.pose.verify import track_evidence, verify_tracks, with_scene
     from anonymask.models.shared.geometry import box_iou
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -169,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     t_len = n
     settings = pose.verify
     evidence = [track_evidence(tr, shape, t_len, settings) for tr in disc.tracker.tracks]
+    if args.verdicts:  # the scene-match cue reads the frames again, in order, as pose4d's verify pass does
+        evidence = with_scene(evidence, disc.track_boxes(t_len), SequentialReader(args, stop, table), settings)
     verdicts = verify_tracks(evidence, settings) if args.verdicts else None
     gt_boxes = None
     if args.gt:

@@ -104,7 +104,7 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     if read_frames is not None and settings.discover.backfill:
         backfill(disc, read_frames, t_len, paint_frame)
     raw_boxes = disc.track_boxes(t_len)  # (T,4) per raw track: 16 bytes a frame
-    rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag)
+    rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag, read_frames)
     people = associate(disc, raw_boxes, rejected, (h, w), settings, diag)
     fit_people(people, rest_joints, camera, settings, t_len)
     bridge(people, raw_boxes, (h, w), settings, read_frames)
@@ -133,9 +133,10 @@ def backfill(disc, read_frames, t_len: int, paint_frame) -> None:
 
 
 def verify(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], t_len: int, settings: MediapipePoseSettings,
-           diag: PoseDiagnostics) -> set[int]:
+           diag: PoseDiagnostics, read_frames) -> set[int]:
     """Pass 3: raw tracks with no evidence over their life of being a person (models/anonymizer/pose/verify.py:
-    held on unchanged pixels nearly all their life, never found again, never moving) are dropped:
+    held on unchanged pixels nearly all their life, never found again, never moving), or whose box
+    shows the scene (the pixels of the place where no track is, ``read_frames`` needed) are dropped:
     their boxes are cleared here (nothing links to them, nothing is fitted or held for them) and
     ``assemble`` marks them ``REJECTED_TRACK`` (their pixels are background for segment).
     ``settings.verify.enabled`` False: every track is kept."""
@@ -143,10 +144,10 @@ def verify(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], t_len: int, s
         return set()
     from anonymask.models.anonymizer.pose.verify import verify_discovery
 
-    rejected, frames = verify_discovery(disc.tracker.tracks, hw, t_len, settings.verify)
+    rejected, frames, scene = verify_discovery(disc.tracker.tracks, hw, t_len, settings.verify, raw_boxes, read_frames)
     for i in rejected:
         raw_boxes[i][:] = np.nan
-    diag.verify_rejected, diag.verify_rejected_frames = len(rejected), frames
+    diag.verify_rejected, diag.verify_rejected_frames, diag.verify_scene = len(rejected), frames, scene
     return rejected
 
 

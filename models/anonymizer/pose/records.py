@@ -57,6 +57,7 @@ class PoseDiagnostics:
     shots_brightened: int = 0  # shots brightened (models/anonymizer/pose/exposure.py)
     verify_rejected: int | None = None  # raw tracks the verification pass dropped (None: pass off)
     verify_rejected_frames: int | None = None  # their frames
+    verify_scene: int | None = None  # of those, rejected because their box shows the scene (scene_match.py)
     people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
 
     def merge(self, other: PoseDiagnostics) -> None:
@@ -66,7 +67,8 @@ class PoseDiagnostics:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
-        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames",
+                     "verify_scene"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
         self.exposure_gain = max(self.exposure_gain, other.exposure_gain)
@@ -90,7 +92,8 @@ class PoseDiagnostics:
             if kind == Kind.POSED:
                 out[f"track{i}_reproj"] = float(reproj)
         out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
-        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "shots", "verify_rejected", "verify_rejected_frames"):
+        for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "shots", "verify_rejected", "verify_rejected_frames",
+                     "verify_scene"):
             if getattr(self, name) is not None:
                 out[name] = float(getattr(self, name))
         return out

@@ -227,6 +227,39 @@ class EvidenceSettings(PassSettings):
                                                            "needs some background around the person)")
 
 
+class SceneMatchSettings(PassSettings):
+    """A track whose box shows the scene (models/anonymizer/pose/scene_match.py): its pixels match the
+    same place at frames where no track is there, so what the landmark model sees there is clutter."""
+
+    enabled: bool = Field(
+        False,
+        description="Off by default (opt-in): measured silent on every long clip, where backfill holds clutter found "
+                    "late back to the first frame (no free frame is left to compare with), and on the one video "
+                    "where it rejected a track, the phantom's avatar had been hiding a limb the mask missed "
+                    "(docs/RESULTS.md, \"scene match\"). True: the cue is measured and rejects.")
+    every: int = Field(10, ge=1, description="frames between a track's samples (the cue is a share over its "
+                                             "life; one sample in 10 frames keeps its frame reads small)")
+    ref_stride: int = Field(2, ge=1, description="frames between the candidate reference frames looked at")
+    refs: int = Field(5, ge=1, description="nearest free frames a sample is compared with (one close match "
+                                           "is enough)")
+    free_cover: float = Field(
+        0.1, ge=0.0, le=1.0,
+        description="share of a sample's box that any track's box (its own included) may cover in a frame that "
+                    "still counts as free: a reference must show the place with nobody found on it.")
+    max_diff: float = Field(
+        3.0, gt=0.0,
+        description="grey levels (0-255, mean absolute difference over the box at half size) under which a "
+                    "sample matches a reference: the same static place differs by 0.3-0.5 between frames of "
+                    "generated and of real lab footage, a person against the place behind them by 10 or more.")
+    min_share: float = Field(
+        0.9, ge=0.0, le=1.0,
+        description="share of a track's samples that must show the scene for it to be rejected: a track that "
+                    "is a person for part of its life and clutter for the rest is kept.")
+    min_samples: int = Field(3, ge=1, description="samples that must show the scene (a track seen in one or two "
+                                                  "samples is kept: too little evidence)")
+    read_window: int = Field(32, ge=1, description="frames read at a time for the cue (memory against calls)")
+
+
 class VerifySettings(PassSettings):
     """Tracks that are people (models/anonymizer/pose/verify.py): a raw track with no evidence over its life
     of being a person is dropped (no avatar, its pixels not removed)."""
@@ -260,6 +293,7 @@ class VerifySettings(PassSettings):
         description="Percentile (and 100 minus it) between which a landmark's range of positions is measured "
                     "for keep_motion_heights: a few frames of a landmark jumping onto something else do not "
                     "count as motion.")
+    scene: SceneMatchSettings = SceneMatchSettings()
 
 
 class LinkSettings(PassSettings):

@@ -12,7 +12,7 @@ one typed :class:`Verdict` per track. What was measured and on which footage: do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -41,6 +41,7 @@ class Reason(StrEnum):
     REFOUND = "refound"  # found anew after its first frame: kept
     MOVES = "moves"  # its body moved: kept
     HELD_UNSEEN = "held_unseen"  # long, held nearly all its life, never found again, never moved: rejected
+    SCENE = "scene"  # its box shows the scene: the same pixels as where no track is (scene_match.py): rejected
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class TrackEvidence:
     bone_cv: float  # median over bones of the 3-D (world) bone length's std / mean over frames not held (NaN: none)
     height_frac: float  # median box height / frame height
     aspect: float  # median box height / width
+    scene_share: float = float("nan")  # share of its samples whose box shows the scene (NaN: not measured)
+    scene_hits: int = 0  # those samples
 
     @property
     def life(self) -> int:
@@ -133,11 +136,15 @@ def track_evidence(track, shape: tuple[int, int], t_len: int, settings: VerifySe
 
 def verify_tracks(evidence: list[TrackEvidence], settings: VerifySettings) -> list[Verdict]:
     """Keep or reject each track on its evidence (pure: same evidence and settings, same verdicts).
-    A track is rejected only when every rule that could keep it fails (privacy first)."""
+    A track is rejected when its box shows the scene (its pixels are those of the place with nobody
+    found on it, nearly all its life), or when every rule that could keep it fails (privacy first)."""
     out = []
     for ev in evidence:
+        scene = settings.scene
         if not settings.enabled:
             out.append(Verdict(ev.raw_id, True, Reason.DISABLED))
+        elif scene.enabled and ev.scene_hits >= scene.min_samples and ev.scene_share >= scene.min_share:
+            out.append(Verdict(ev.raw_id, False, Reason.SCENE))
         elif ev.life < settings.min_life_frames:
             out.append(Verdict(ev.raw_id, True, Reason.SHORT))
         elif ev.held < settings.min_held_share * ev.frames:
@@ -157,9 +164,26 @@ def verify_tracks(evidence: list[TrackEvidence], settings: VerifySettings) -> li
 REJECTED_TRACK = -2
 
 
-def verify_discovery(tracks, shape: tuple[int, int], t_len: int, settings: VerifySettings) -> tuple[set[int], int]:
+def with_scene(evidence: list[TrackEvidence], raw_boxes: list[np.ndarray], read_frames,
+               settings: VerifySettings) -> list[TrackEvidence]:
+    """``evidence`` with the scene-match cue (models/anonymizer/pose/scene_match.py) filled in;
+    unchanged when the cue is off or no frames can be read."""
+    if not settings.scene.enabled or read_frames is None or not evidence:
+        return evidence
+    from anonymask.models.anonymizer.pose.scene_match import track_scene_shares
+
+    shares = track_scene_shares(raw_boxes, [ev.raw_id for ev in evidence], read_frames, settings.scene)
+    return [replace(ev, scene_share=shares[ev.raw_id][0], scene_hits=shares[ev.raw_id][1]) for ev in evidence]
+
+
+def verify_discovery(tracks, shape: tuple[int, int], t_len: int, settings: VerifySettings, raw_boxes: list[np.ndarray],
+                     read_frames) -> tuple[set[int], int, int]:
     """The raw ids of discovery's ``tracks`` (``PersonDiscovery.tracker.tracks``) the pass rejects,
-    and their frames."""
+    their frames, and how many were rejected because their box shows the scene. ``raw_boxes``: each raw track's (T, 4) boxes (index = raw id); ``read_frames(a, b)``
+    the video's frames for the scene cue (None: not measured)."""
     evidence = [track_evidence(tr, shape, t_len, settings) for tr in tracks if tr.frames]
-    rejected = {v.raw_id for v in verify_tracks(evidence, settings) if not v.keep}
-    return rejected, sum(ev.frames for ev in evidence if ev.raw_id in rejected)
+    evidence = with_scene(evidence, raw_boxes, read_frames, settings)
+    verdicts = verify_tracks(evidence, settings)
+    rejected = {v.raw_id for v in verdicts if not v.keep}
+    scene = sum(v.reason == Reason.SCENE for v in verdicts)
+    return rejected, sum(ev.frames for ev in evidence if ev.raw_id in rejected), scene
