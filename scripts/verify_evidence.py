@@ -1,0 +1,85 @@
+"""The verification pass's evidence per raw track, as pose4d computes it (backfill included), as JSON.
+
+    .venv/bin/python scripts/verify_evidence.py STORE VIDEO_ID --out ev.json [--set KEY=VALUE ...]
+
+Runs the ``pose4d`` stage's backend on the frames the store already holds (``raw``, from ingest)
+with the dataset's pipeline settings (``--set`` overrides them as ``pose4d.KEY`` would, e.g.
+``verify.scene.enabled=true``), writes nothing to the store, and records what the verify pass
+(models/anonymizer/pose/verify.py) saw: every ``TrackEvidence`` field, the scene-match cue's
+samples and how many of them had a free reference frame (models/anonymizer/pose/scene_match.py),
+and the track's boxes. Unlike scripts/track_evidence.py (discovery alone, on a video file), the
+tracks here are the ones the pass judges in production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import numpy as np
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("store")
+    p.add_argument("video")
+    p.add_argument("--out", required=True)
+    p.add_argument("--dataset", default="demo", help="whose pipeline defaults to use")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    args = p.parse_args(argv)
+
+    import anonymask.models.anonymizer.pose.verify as verify
+    from anonymask.config.pipeline import pipeline_config
+    from anonymask.config.stages import stage_backend
+    from anonymask.models.anonymizer.pose.backends import PoseInputs
+    from anonymask.models.anonymizer.pose.scene_match import scene_plan
+    from anonymask.storage.store import DatasetStore
+    from anonymask.tasks.pose4d import frame_windows, video_shots
+
+    overrides: dict = {}
+    for kv in args.set:
+        k, v = kv.split("=", 1)
+        node = overrides.setdefault("pose4d", {})
+        *path, leaf = k.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = json.loads(v)
+    cfg = pipeline_config(args.dataset, overrides)["pose4d"]
+    entry = DatasetStore.open(args.store).video(args.video)
+    raw = entry.array("raw")
+    t_len, h, w = (int(x) for x in raw.shape[:3])
+
+    rows: list[dict] = []
+    measured = verify.with_scene
+
+    def recording(evidence, raw_boxes, read_frames, settings):
+        out = measured(evidence, raw_boxes, read_frames, settings)
+        plans = {pl.raw_id: pl for pl in scene_plan(raw_boxes, [ev.raw_id for ev in evidence], settings.scene)}
+        for ev in out:
+            pl = plans[ev.raw_id]
+            box = raw_boxes[ev.raw_id]
+            rows.append(dict(dataclasses.asdict(ev), scene_samples=len(pl.samples),
+                             scene_with_reference=sum(1 for refs in pl.refs if refs),
+                             boxes=[[t] + [round(float(v), 1) for v in box[t]] for t in np.flatnonzero(np.isfinite(box[:, 0]))]))
+        return out
+
+    verify.with_scene = recording
+    io = PoseInputs(video_id=args.video, source=args.video, shape=(t_len, h, w),
+                    windows=lambda: frame_windows(entry, window=cfg["window"]),
+                    read_frames=lambda a, b: np.asarray(raw[a:b]),
+                    instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
+                    shots=video_shots(entry))
+    res = stage_backend("pose4d", cfg).estimate(io)
+    with open(args.out, "w") as f:
+        json.dump({"store": args.store, "video": args.video, "frames": t_len, "metrics": res.metrics, "tracks": rows},
+                  f, indent=1, default=float)
+    for r in rows:
+        print(f"raw {r['raw_id']:3d} frames {r['first']}-{r['last']} held {r['held']} scene {r['scene_hits']}/"
+              f"{r['scene_samples']} (with a free frame {r['scene_with_reference']})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
