@@ -31,22 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import anonymask.models.anonymizer.pose.verify as verify
-    from anonymask.config.pipeline import pipeline_config
+    from anonymask.config.pipeline import parse_overrides, pipeline_config
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.pose.backends import PoseInputs
     from anonymask.models.anonymizer.pose.scene_match import scene_plan
     from anonymask.storage.store import DatasetStore
     from anonymask.tasks.pose4d import frame_windows, video_shots
 
-    overrides: dict = {}
-    for kv in args.set:
-        k, v = kv.split("=", 1)
-        node = overrides.setdefault("pose4d", {})
-        *path, leaf = k.split(".")
-        for part in path:
-            node = node.setdefault(part, {})
-        node[leaf] = json.loads(v)
-    cfg = pipeline_config(args.dataset, overrides)["pose4d"]
+    cfg = pipeline_config(args.dataset, parse_overrides([f"pose4d.{kv}" for kv in args.set]))["pose4d"]
     entry = DatasetStore.open(args.store).video(args.video)
     raw = entry.array("raw")
     t_len, h, w = (int(x) for x in raw.shape[:3])

@@ -40,6 +40,14 @@ def box_intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([np.maximum(a[:2], b[:2]), np.minimum(a[2:], b[2:])])
 
 
+def box_cover_share(box: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Share of ``box``'s area that each of ``others`` (..., 4) covers; a NaN box covers nothing."""
+    ix = np.clip(np.minimum(box[2], others[..., 2]) - np.maximum(box[0], others[..., 0]), 0.0, None)
+    iy = np.clip(np.minimum(box[3], others[..., 3]) - np.maximum(box[1], others[..., 1]), 0.0, None)
+    area = max(float((box[2] - box[0]) * (box[3] - box[1])), 1e-6)
+    return np.nan_to_num(ix * iy / area, nan=0.0)
+
+
 def fill_gaps(boxes: np.ndarray, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
     """Linear interpolation of a track's boxes over gaps of at most ``max_gap`` frames between
     present rows. Returns (boxes, gap (T,) bool: the rows filled)."""

@@ -23,6 +23,7 @@ import cv2
 import numpy as np
 
 from anonymask.models.anonymizer.pose.settings import SceneMatchSettings
+from anonymask.models.shared.geometry import box_cover_share
 
 #: grey frames are compared at half the pose input's size: the cue is a mean over a whole box, and
 #: half size halves the memory of the frames kept for it
@@ -34,14 +35,6 @@ class TrackScenePlan:
     raw_id: int
     samples: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (frame, box) of each sample
     refs: list[list[int]] = field(default_factory=list)  # free reference frames per sample (may be empty)
-
-
-def _cover(box: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Share of ``box``'s area covered by each of ``others`` (..., 4); NaN boxes cover nothing."""
-    ix = np.clip(np.minimum(box[2], others[..., 2]) - np.maximum(box[0], others[..., 0]), 0.0, None)
-    iy = np.clip(np.minimum(box[3], others[..., 3]) - np.maximum(box[1], others[..., 1]), 0.0, None)
-    area = max(float((box[2] - box[0]) * (box[3] - box[1])), 1e-6)
-    return np.nan_to_num(ix * iy / area, nan=0.0)
 
 
 def scene_plan(raw_boxes: list[np.ndarray], judge: list[int], settings: SceneMatchSettings) -> list[TrackScenePlan]:
@@ -62,7 +55,7 @@ def scene_plan(raw_boxes: list[np.ndarray], judge: list[int], settings: SceneMat
             box = boxes[i, t]
             if box[2] - box[0] < 2 or box[3] - box[1] < 2:
                 continue
-            blocked = (_cover(box, at_cand) >= settings.free_cover).any(axis=0)
+            blocked = (box_cover_share(box, at_cand) >= settings.free_cover).any(axis=0)
             free = cand[~blocked]
             near = free[np.argsort(np.abs(free - t), kind="stable")[:settings.refs]]
             plan.samples.append((int(t), box.copy()))

@@ -154,3 +154,11 @@ def test_real_footage_the_ceiling_camera_goes_and_the_person_stays():
     person = max(rows, key=lambda r: r["frames"])
     assert reasons[person["raw_id"]] != "scene"
     assert any(r["verdict"]["reason"] == "scene" and r["box_first"][1] < 60 for r in rows), reasons
+
+
+def test_the_cover_share_is_the_share_of_the_box_and_nan_covers_nothing():
+    from anonymask.models.shared.geometry import box_cover_share
+
+    box = np.array([0.0, 0.0, 10.0, 10.0])
+    others = np.array([[5.0, 0.0, 20.0, 10.0], [20.0, 20.0, 30.0, 30.0], [np.nan] * 4, [-5.0, -5.0, 15.0, 15.0]])
+    np.testing.assert_allclose(box_cover_share(box, others), [0.5, 0.0, 0.0, 1.0])
