@@ -73,6 +73,9 @@ SELFIE_INPUT = 256
 #: px: boxes are scored at this height at least, and search regions and grid strides are at least
 #: this large (guards for degenerate boxes: nothing this small can be posed)
 MIN_BOX_PX, MIN_STRIDE_PX, MIN_SEARCH_PX = 8.0, 4.0, 16.0
+#: of the four shifted regions of the stability check (:meth:`PoseScanner._stable`), how many must
+#: keep the flag: a body the model sees only from some sides of it is not a stable one
+STABLE_SHIFTS, STABLE_MIN_KEPT = ((1, 0), (-1, 0), (0, 1), (0, -1)), 3
 #: the grey that hides people already found from the landmark model (a flat mid-grey is nobody)
 GREY = 127
 
@@ -297,16 +300,19 @@ class PoseScanner:
 
         idx = list(BODY_LANDMARKS)
         cx, cy, side, rot = roi
-        moved, kept = [], 0
-        for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        moved, kept, lost = [], 0, 0
+        for dx, dy in STABLE_SHIFTS:
+            if lost > len(STABLE_SHIFTS) - STABLE_MIN_KEPT:  # too few can keep the flag now: no need to look on
+                return False
             self.calls += 1
             e, _, flag = self.roi.track(frame, (cx + dx * self.anchor_shift * side, cy + dy * self.anchor_shift * side,
                                                side, rot), min_score=0.0)
             if e is None or flag < self.first_flag:
+                lost += 1
                 continue
             kept += 1
             moved.append(float(np.median(np.linalg.norm(e.kp2d[idx] - d.kp2d[idx], axis=1))))
-        return kept >= 3 and float(np.mean(moved)) <= self.anchor_jitter * max(d.height, 1.0)
+        return kept >= STABLE_MIN_KEPT and float(np.mean(moved)) <= self.anchor_jitter * max(d.height, 1.0)
 
     def _candidate(self, frame: np.ndarray, roi, taken: list[Detection], min_combined: float | None,
                    min_aspect: float) -> Detection | None:

@@ -63,3 +63,21 @@ def test_a_change_or_a_full_scan_brings_the_regions_back(still):
     over = [c for c in sc.grid(h, w, 2) if abs(c[0] - 215) < c[2] / 2 - 6 and abs(c[1] - 120) < c[2] / 2 - 6]
     assert over and all(c in cells for c in over)
     assert sc.cells(moved, full=True) == sc.grid(h, w, 3)
+
+
+def test_the_stability_check_stops_once_too_few_shifted_regions_can_keep_the_flag(still):
+    """Three of the four shifted regions must keep the flag: after two without it the answer is no,
+    and the last looks are not made (the same verdict as looking at all four, fewer calls)."""
+    from anonymask.models.anonymizer.pose.people import Detection
+    from anonymask.models.anonymizer.pose.scan import STABLE_MIN_KEPT, STABLE_SHIFTS
+
+    sc = _scanner(1)
+    d = Detection(np.array([100, 60, 140, 180], np.float32), np.zeros((33, 2), np.float32), np.ones(33, np.float32),
+                  np.zeros((33, 3), np.float32), np.zeros((0, 0), np.float32), (0, 0, 0, 0), 0.9, "scan")
+    roi = (160.0, 120.0, 140.0, 0.0)
+    flags = [sc.roi.track(still, (roi[0] + dx * sc.anchor_shift * roi[2], roi[1] + dy * sc.anchor_shift * roi[2],
+                                  roi[2], 0.0), min_score=0.0)[2] for dx, dy in STABLE_SHIFTS]
+    assert sum(f >= sc.first_flag for f in flags) < STABLE_MIN_KEPT  # noise: the model sees no body
+    calls = sc.calls
+    assert sc._stable(still, roi, d) is False
+    assert sc.calls - calls == len(STABLE_SHIFTS) - STABLE_MIN_KEPT + 1  # two looks, not four
