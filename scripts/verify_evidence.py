@@ -7,7 +7,9 @@ with the dataset's pipeline settings (``--set`` overrides them as ``pose4d.KEY``
 ``verify.scene.enabled=true``), writes nothing to the store, and records what the verify pass
 (models/anonymizer/pose/verify.py) saw: every ``TrackEvidence`` field, the scene-match cue's
 samples and how many of them had a free reference frame (models/anonymizer/pose/scene_match.py),
-and the track's boxes. Unlike scripts/track_evidence.py (discovery alone, on a video file), the
+the track's boxes, the pass's verdict and, where the store holds the generator's ground truth
+(``gt/person_mask``), ``person_share``: the share of the track's frames (every 5th) whose box is at
+least 15% person pixels. Unlike scripts/track_evidence.py (discovery alone, on a video file), the
 tracks here are the ones the pass judges in production.
 """
 
@@ -19,6 +21,23 @@ import json
 import sys
 
 import numpy as np
+
+
+#: a sampled box shows a person when at least this share of its pixels are ground-truth person pixels
+PERSON_COVER = 0.15
+#: every this many frames of a track's boxes are compared with the ground truth
+PERSON_EVERY = 5
+
+
+def person_share(boxes: list[list[float]], gt) -> float:
+    """Share of the sampled frames of ``boxes`` ([t, x0, y0, x1, y1] rows) whose box is at least
+    :data:`PERSON_COVER` ground-truth person pixels (``gt``: a (T, H, W) bool array); NaN: no box."""
+    hits = []
+    for t, x0, y0, x1, y1 in boxes[::PERSON_EVERY]:
+        x0, y0, x1, y1 = (int(round(v)) for v in (x0, y0, x1, y1))
+        sub = np.asarray(gt[int(t), max(0, y0):max(0, y1), max(0, x0):max(0, x1)])
+        hits.append(bool(sub.size) and float(sub.mean()) >= PERSON_COVER)
+    return float(np.mean(hits)) if hits else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,11 +83,21 @@ def main(argv: list[str] | None = None) -> int:
                     instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
                     shots=video_shots(entry))
     res = stage_backend("pose4d", cfg).estimate(io)
+    settings = verify.VerifySettings.model_validate(cfg["verify"])
+    fields = set(verify.TrackEvidence.__dataclass_fields__)
+    verdicts = verify.verify_tracks([verify.TrackEvidence(**{k: v for k, v in r.items() if k in fields}) for r in rows],
+                                    settings)
+    gt = entry.array("gt/person_mask") if entry.has_array("gt/person_mask") else None
+    for r, v in zip(rows, verdicts):
+        r["keep"], r["reason"] = v.keep, str(v.reason)
+        if gt is not None:
+            r["person_share"] = person_share(r["boxes"], gt)
     with open(args.out, "w") as f:
         json.dump({"store": args.store, "video": args.video, "frames": t_len, "metrics": res.metrics, "tracks": rows},
                   f, indent=1, default=float)
     for r in rows:
-        print(f"raw {r['raw_id']:3d} frames {r['first']}-{r['last']} held {r['held']} scene {r['scene_hits']}/"
+        print(f"raw {r['raw_id']:3d} frames {r['first']}-{r['last']} held {r['held']} refound {r['refound']} "
+              f"{r['reason']} person {r.get('person_share', float('nan')):.2f} scene {r['scene_hits']}/"
               f"{r['scene_samples']} (with a free frame {r['scene_with_reference']})", file=sys.stderr)
     return 0
 

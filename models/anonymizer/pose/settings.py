@@ -283,6 +283,13 @@ class VerifySettings(PassSettings):
         description="Fresh finds after its first frame (detector, scan or search) at or above which a track "
                     "is kept: a still person who is held is searched for every 5th frame and found again now "
                     "and then (docs/RESULTS.md: 6 times in 48 frames); held clutter is not.")
+    min_refound_per_held: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="Fresh finds per held frame a held track also needs for keep_refound to keep it (0: any "
+                    "keep_refound finds keep it, the default). A held person is searched for every 5th held "
+                    "frame, so 0.02 asks that about one search in ten finds them again; held clutter is found "
+                    "again by chance, now and then, over a long life (docs/RESULTS.md, search "
+                    "min_refound_per_held: measured on one clip, so opt-in).")
     keep_motion_heights: float = Field(
         0.15, ge=0.0,
         description="Range (5th-95th percentile, units of the track's median box height) of its body "

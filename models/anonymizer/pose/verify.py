@@ -149,7 +149,7 @@ def verify_tracks(evidence: list[TrackEvidence], settings: VerifySettings) -> li
             out.append(Verdict(ev.raw_id, True, Reason.SHORT))
         elif ev.held < settings.min_held_share * ev.frames:
             out.append(Verdict(ev.raw_id, True, Reason.SEEN))
-        elif ev.refound >= settings.keep_refound:
+        elif ev.refound >= settings.keep_refound and ev.refound >= settings.min_refound_per_held * ev.held:
             out.append(Verdict(ev.raw_id, True, Reason.REFOUND))
         elif np.isfinite(ev.motion) and ev.motion >= settings.keep_motion_heights:
             out.append(Verdict(ev.raw_id, True, Reason.MOVES))
