@@ -272,6 +272,21 @@ class SegmentSettings(StageSettings):
                              "wrists, as a share of that person's box height (0: none): about a hand's length "
                              "(~0.1 of stature), so the hand is inside whichever way it points; segmentation "
                              "drops hands and fits place them worst")
+    # what moves with a person just outside their mask: a limb the segmentation cut (a leg kicked
+    # back against a dark tyre was the demo's last leak; docs/RESULTS.md, "foreground")
+    foreground: bool = Field(True, description="add the pixels next to a person, connected to their mask, "
+                             "that differ from the shot's background where nobody is "
+                             "(models/anonymizer/segment/foreground.py)")
+    foreground_tol: float = Field(25.0, ge=0.0, le=255.0, description="grey levels (any channel) a pixel must "
+                                  "differ from the background by: above sensor noise (sigma 4) and heavy "
+                                  "compression, below a limb against the scene")
+    foreground_reach: float = Field(0.15, ge=0.0, le=1.0, description="how far from a person's mask, as a "
+                                    "share of their box height, such pixels are taken: a forearm or a shin "
+                                    "(0.15 of stature), not the room")
+    foreground_max_scene_change: float = Field(0.05, ge=0.0, le=1.0, description="share of a frame's pixels "
+                                               "away from people that may differ from the background: above it "
+                                               "the camera or the light moved and the frame gets nothing (still "
+                                               "cameras measured up to 0.04, a moving one 0.67)")
     feather: float = Field(2.0, ge=0.0)
     box_fill: bool = False
     fallback_box_fill: bool = Field(True, description="a person drawn as a neutral avatar in their box (seen too "

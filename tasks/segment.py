@@ -7,7 +7,10 @@ height (at most ``contact_max`` px) instead; a disc of ``hand_frac`` of a person
 wrists (models/anonymizer/segment/hands.py). Pixels in the mask in >= ``static_frac`` of the frames of a block of ``static_window``
 (64) frames (someone standing still) get ``static_grow`` more pixels in that block, in each frame
 where that person's own mask is (not before they came): the temporal median never sees past a
-still person's outline. Avatar silhouettes are not part of the hole
+still person's outline. Next to each person, the pixels connected to their mask that differ from
+the shot's background where nobody is (a limb the segmentation cut) join their mask first
+(``foreground``, models/anonymizer/segment/foreground.py; blocks of ``static_window`` frames, frames a
+moving camera or changing light leave undescribed are skipped). Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
@@ -58,6 +61,14 @@ def _to_u8(alpha: np.ndarray) -> np.ndarray:
 def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     from anonymask.config.stages import stage_backend
     from anonymask.models.anonymizer.segment.backends import SegmentInputs
+    from anonymask.models.anonymizer.segment.foreground import (
+        Background,
+        block_background,
+        block_of,
+        frame_heights,
+        sample_frames,
+        touching_foreground,
+    )
     from anonymask.models.anonymizer.segment.hands import hand_discs
     from anonymask.models.anonymizer.segment.masks import build_person_masks, grow, person_mask
 
@@ -117,6 +128,34 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         discs = hand_discs((a1 - a0, h, wd), joints, WRISTS, heights, np.isfinite(heights), cfg.hand_frac)
         return discs if discs.any() else None
 
+    backgrounds: dict[tuple[int, int], Background] = {}  # the blocks in use (windows go forward)
+
+    def background(t: int, s0: int, s1: int) -> Background:
+        """The background of frame t's block (fixed ranges of ``static_window`` frames of its shot)."""
+        c0, c1 = block_of(t, (s0, s1), block)
+        if (c0, c1) not in backgrounds:
+            while len(backgrounds) >= 2:
+                backgrounds.pop(next(iter(backgrounds)))
+            idx = sample_frames(c0, c1)
+            frames = np.stack([np.asarray(raw[int(i)]) for i in idx])  # frame by frame: a fancy index is slow
+            people = probs(c0, c1)[1][idx - c0] >= thr
+            if entry.has_array("render/mask"):
+                people |= np.asarray(entry.array("render/mask")[c0:c1])[idx - c0].astype(bool)
+            backgrounds[(c0, c1)] = block_background(frames, people, frame_heights(boxes, c0, c1)[idx - c0], grow_px,
+                                                     cfg.foreground_reach)
+        return backgrounds[(c0, c1)]
+
+    def foreground(a0: int, a1: int, s0: int, s1: int, masks: np.ndarray, owners: list[np.ndarray]) -> np.ndarray:
+        """The pixels next to the people of frames a0..a1-1 that move with them (float32 0/1):
+        models/anonymizer/segment/foreground.py."""
+        person = masks.copy()
+        for o in owners:
+            person |= o
+        return touching_foreground(inputs.frames(a0, a1), person, frame_heights(boxes, a0, a1),
+                                   [background(t, s0, s1) for t in range(a0, a1)], tol=cfg.foreground_tol,
+                                   reach=cfg.foreground_reach,
+                                   max_scene_change=cfg.foreground_max_scene_change).astype(np.float32)
+
     def shot_windows():
         """(shot start, its still regions, window in the shot) in order. Shot by shot (ingest's
         cuts): unflicker and the still-person margin never reach across a cut, where a mask of
@@ -125,7 +164,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             stills = StillRegions(s1 - s0, block, b, thr, static_frac, static_px, cfg.static_extend,
                                   cfg.static_reach)
             for win in frame_windows(s1 - s0, win_frames, context=b):  # context for unflicker
-                yield s0, stills, win
+                yield s0, s1, stills, win
 
     with contextlib.ExitStack() as outs:  # streamed, one shard at a time (written at each close)
         hole_arr = outs.enter_context(w.frames("person_hole", (h, wd), bool, t_len))
@@ -134,7 +173,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         # unflicker's reach: its own frames in the store (storage/tracks.py)
         track_arr = TrackWriters(w, "person_track_alphas", (h, wd), np.uint8,
                                  alpha_spans(entry, sil_spans, lut, t_len, b, win_frames)) if n else None
-        for s0, stills, win in shot_windows():
+        for s0, s1, stills, win in shot_windows():
             a0, a1, t0, t1 = (s0 + x for x in (win.start, win.stop, win.core_start, win.core_stop))
             seg_prob, filled = probs(a0, a1)
             sil = read_window(entry, "render/track_masks", a0, a1, spans=sil_spans)  # {j: (n_w, H, W)}
@@ -162,6 +201,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                 # the people here: each frame's own mask (not the avatars: one held past its track
                 # would add the part a frame early, and unflicker another frame without an avatar)
                 filled = stills.apply(filled, a0 - s0, read, filled >= thr)
+            if cfg.foreground and boxes is not None:
+                filled = np.maximum(filled, foreground(a0, a1, s0, s1, filled >= thr, owners if active else []))
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact,
                                     extra=hand_margin(a0, a1))

@@ -1,0 +1,153 @@
+"""Pixels next to a person that are not the scene: the part of them the segmentation left out.
+
+The person masks come from the landmark model's segmentation (and the avatars). Where it cuts a
+limb (a leg kicked back against a dark tyre, a hand in motion blur), the cut part lies just outside
+the mask, and the safety margin may not reach it. On a still camera the shot itself says what is
+there when nobody is: the per-pixel median, over a block of frames, of the pixels no person's mask
+(grown by the safety margin) covers (:func:`block_background`). A pixel within ``reach`` x a
+person's height of their mask, connected to it, that differs from that median by more than ``tol``
+grey levels (in any colour channel) is not the scene: it moves with the person, so it is taken as
+theirs (:func:`touching_foreground`). A shadow or an object a person carries goes with them, which
+costs a little background, never a person pixel.
+
+The background model only describes still shots. Where more than ``max_scene_change`` of a frame's
+pixels away from people differ from it (the camera moved, the light changed), it says nothing
+about that frame and no pixel is added there: such frames keep the masks they had.
+
+Blocks are fixed frame ranges of a shot (the caller's), so the result does not depend on the
+window the stage reads frames in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+#: frames of a block the median is taken over at most (evenly spaced): a median of 32 samples per
+#: pixel is stable, and the cost grows with the samples
+MEDIAN_FRAMES = 32
+#: the scene-change test reads every this many pixels across and down (the share it measures is
+#: the same on a sparse grid, at a sixteenth of the median's cost there)
+SCENE_STRIDE = 4
+#: fewer samples than this (frames where a pixel is outside every person's mask) give no background
+#: value for that pixel: a median of one or two frames is whatever was there then
+MIN_SAMPLES = 3
+
+
+@dataclass
+class Background:
+    """A block's background: colour (H, W, 3) float32 where ``known`` (H, W) bool."""
+
+    colour: np.ndarray
+    known: np.ndarray
+
+
+def block_of(t: int, shot: tuple[int, int], block: int) -> tuple[int, int]:
+    """Frame t's block: the fixed range [c0, c1) of ``block`` frames of its shot (start, stop)."""
+    s0, s1 = shot
+    c0 = s0 + (t - s0) // block * block
+    return c0, min(c0 + block, s1)
+
+
+def frame_heights(boxes: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Per frame start..stop-1, the median height of the people's boxes there (``boxes`` (people,
+    T, 4) x0, y0, x1, y1; NaN: nobody)."""
+    hts = boxes[:, start:stop, 3] - boxes[:, start:stop, 1]
+    hts = np.where(np.isfinite(hts) & (hts > 0), hts, np.nan)
+    out = np.full(stop - start, np.nan)
+    seen = np.isfinite(hts).any(axis=0)
+    out[seen] = np.nanmedian(hts[:, seen], axis=0)
+    return out
+
+
+def sample_frames(start: int, stop: int) -> np.ndarray:
+    """The frames of block start..stop-1 its median is taken over (at most :data:`MEDIAN_FRAMES`)."""
+    n = stop - start
+    return start + np.unique(np.linspace(0, max(n - 1, 0), min(max(n, 0), MEDIAN_FRAMES)).round().astype(int))
+
+
+def _disk(radius: int) -> np.ndarray:
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+
+
+def _reach_px(heights: np.ndarray, reach: float) -> list[int] | None:
+    """Per frame, ``reach`` x its person height (px, at least 1); frames with no height take the
+    median of the others; None where no frame has one."""
+    seen = np.isfinite(heights)
+    if not seen.any():
+        return None
+    fallback = float(np.median(heights[seen]))
+    return [max(1, int(round(reach * (float(h) if ok else fallback)))) for h, ok in zip(heights, seen)]
+
+
+def _scene_grid(h: int, w: int) -> np.ndarray:
+    grid = np.zeros((h, w), bool)
+    grid[::SCENE_STRIDE, ::SCENE_STRIDE] = True
+    return grid
+
+
+def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray, margin_px: int,
+                     reach: float) -> Background:
+    """The background of a block from its sampled ``frames`` (k, H, W, 3) uint8 and the people's
+    masks there (k, H, W bool; ``heights`` (k,) px, NaN where nobody is): the median colour of each
+    pixel over the frames where no mask grown by ``margin_px`` covers it, at least
+    :data:`MIN_SAMPLES` of them. Computed where a person's ``reach`` can take a pixel and on the
+    scene-change test's grid (elsewhere ``known`` is False)."""
+    k, h, w = people.shape
+    colour = np.zeros((h, w, 3), np.float32)
+    known = np.zeros((h, w), bool)
+    reach_px = _reach_px(heights, reach)
+    if k == 0 or reach_px is None:
+        return Background(colour, known)
+    excluded = np.empty_like(people)
+    region = _scene_grid(h, w)
+    for t in range(k):
+        p = people[t].view(np.uint8)
+        excluded[t] = cv2.dilate(p, _disk(margin_px)) > 0 if margin_px > 0 else people[t]
+        region |= cv2.dilate(p, _disk(reach_px[t] + margin_px)) > 0
+    ys, xs = np.nonzero(region)
+    vals = frames[:, ys, xs].astype(np.float32)  # (k, P, 3)
+    free = ~excluded[:, ys, xs]
+    vals[~free] = np.nan
+    ok = free.sum(axis=0) >= MIN_SAMPLES
+    if ok.any():
+        colour[ys[ok], xs[ok]] = np.nanmedian(vals[:, ok], axis=0)
+        known[ys[ok], xs[ok]] = True
+    return Background(colour, known)
+
+
+def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndarray,
+                        backgrounds: Sequence[Background], *, tol: float, reach: float,
+                        max_scene_change: float) -> np.ndarray:
+    """(n, H, W) bool: per frame, the pixels outside ``person`` (n, H, W bool, the people's masks
+    before the safety margin) within ``reach`` x that frame's person height (``heights`` (n,) px,
+    NaN where nobody is) of the mask, connected to it, that differ from that frame's background
+    (``backgrounds[t]``, its block's) by more than ``tol`` grey levels in a colour channel.
+    Frames whose pixels away from people differ from it in over ``max_scene_change`` of them get
+    nothing."""
+    n, h, w = person.shape
+    out = np.zeros((n, h, w), bool)
+    reach_px = _reach_px(heights, reach)
+    if n == 0 or reach_px is None or not person.any():
+        return out
+    grid = _scene_grid(h, w)
+    for t in range(n):
+        if not person[t].any():
+            continue
+        bg = backgrounds[t]
+        near = cv2.dilate(person[t].view(np.uint8), _disk(reach_px[t])) > 0
+        diff = np.abs(frames[t].astype(np.float32) - bg.colour).max(axis=-1) > tol
+        away = bg.known & grid & ~near  # the scene away from people: does the background still describe it?
+        if not away.any() or float(diff[away].mean()) > max_scene_change:
+            continue
+        fg = diff & bg.known & near & ~person[t]
+        if not fg.any():
+            continue
+        seed = cv2.dilate(person[t].view(np.uint8), np.ones((3, 3), np.uint8)) > 0
+        _, lab = cv2.connectedComponents((fg | seed).astype(np.uint8), connectivity=8)
+        touching = np.unique(lab[seed])
+        out[t] = np.isin(lab, touching[touching > 0]) & fg
+    return out
