@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-#: frames of a block the median is taken over at most (evenly spaced): a median of 32 samples per
-#: pixel is stable, and the cost grows with the samples
+#: frames of a block the median is taken over at most (evenly spaced, every 2nd of 64): enough for
+#: a median that a limb passing through in a few frames does not move; each costs a frame read and
+#: a distance map
 MEDIAN_FRAMES = 32
 #: the scene-change test reads every this many pixels across and down (the share it measures is
 #: the same on a sparse grid, at a sixteenth of the median's cost there)
@@ -39,7 +40,7 @@ MIN_SAMPLES = 3
 
 @dataclass
 class Background:
-    """A block's background: colour (H, W, 3) float32 where ``known`` (H, W) bool."""
+    """A block's background: colour (H, W, 3) uint8 where ``known`` (H, W) bool."""
 
     colour: np.ndarray
     known: np.ndarray
@@ -69,8 +70,23 @@ def sample_frames(start: int, stop: int) -> np.ndarray:
     return start + np.unique(np.linspace(0, max(n - 1, 0), min(max(n, 0), MEDIAN_FRAMES)).round().astype(int))
 
 
-def _disk(radius: int) -> np.ndarray:
-    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+def _within(mask: np.ndarray, radius: float) -> np.ndarray:
+    """Pixels within ``radius`` px (Euclidean) of ``mask`` (H, W bool), the mask included: a
+    distance transform, whose cost does not grow with the radius as a dilation's does."""
+    if radius <= 0:
+        return mask.copy()
+    dist = cv2.distanceTransform((~mask).view(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    return dist <= radius
+
+
+def _lower_median(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Per column of ``values`` (k, P, 3) uint8, the lower median of the rows where ``valid`` (k, P)
+    is True (every column has at least one): the invalid rows sort last as 256."""
+    v = values.astype(np.uint16)
+    v[~valid] = 256
+    v.sort(axis=0)
+    idx = (valid.sum(axis=0) - 1) // 2  # (P,)
+    return np.take_along_axis(v, idx[None, :, None].repeat(3, axis=2), axis=0)[0].astype(np.uint8)
 
 
 def _reach_px(heights: np.ndarray, reach: float) -> list[int] | None:
@@ -84,6 +100,7 @@ def _reach_px(heights: np.ndarray, reach: float) -> list[int] | None:
 
 
 def _scene_grid(h: int, w: int) -> np.ndarray:
+    """The sparse grid the scene-change test reads (every :data:`SCENE_STRIDE` px)."""
     grid = np.zeros((h, w), bool)
     grid[::SCENE_STRIDE, ::SCENE_STRIDE] = True
     return grid
@@ -97,7 +114,7 @@ def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray
     :data:`MIN_SAMPLES` of them. Computed where a person's ``reach`` can take a pixel and on the
     scene-change test's grid (elsewhere ``known`` is False)."""
     k, h, w = people.shape
-    colour = np.zeros((h, w, 3), np.float32)
+    colour = np.zeros((h, w, 3), np.uint8)
     known = np.zeros((h, w), bool)
     reach_px = _reach_px(heights, reach)
     if k == 0 or reach_px is None:
@@ -105,17 +122,16 @@ def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray
     excluded = np.empty_like(people)
     region = _scene_grid(h, w)
     for t in range(k):
-        p = people[t].view(np.uint8)
-        excluded[t] = cv2.dilate(p, _disk(margin_px)) > 0 if margin_px > 0 else people[t]
-        region |= cv2.dilate(p, _disk(reach_px[t] + margin_px)) > 0
+        dist = cv2.distanceTransform((~people[t]).view(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+        excluded[t] = dist <= margin_px
+        region |= dist <= reach_px[t] + margin_px
     ys, xs = np.nonzero(region)
-    vals = frames[:, ys, xs].astype(np.float32)  # (k, P, 3)
-    free = ~excluded[:, ys, xs]
-    vals[~free] = np.nan
+    free = ~excluded[:, ys, xs]  # (k, P)
     ok = free.sum(axis=0) >= MIN_SAMPLES
     if ok.any():
-        colour[ys[ok], xs[ok]] = np.nanmedian(vals[:, ok], axis=0)
-        known[ys[ok], xs[ok]] = True
+        ys, xs, free = ys[ok], xs[ok], free[:, ok]
+        colour[ys, xs] = _lower_median(frames[:, ys, xs], free)
+        known[ys, xs] = True
     return Background(colour, known)
 
 
@@ -133,21 +149,30 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
     reach_px = _reach_px(heights, reach)
     if n == 0 or reach_px is None or not person.any():
         return out
-    grid = _scene_grid(h, w)
+    g = slice(None, None, SCENE_STRIDE)
     for t in range(n):
         if not person[t].any():
             continue
-        bg = backgrounds[t]
-        near = cv2.dilate(person[t].view(np.uint8), _disk(reach_px[t])) > 0
-        diff = np.abs(frames[t].astype(np.float32) - bg.colour).max(axis=-1) > tol
-        away = bg.known & grid & ~near  # the scene away from people: does the background still describe it?
-        if not away.any() or float(diff[away].mean()) > max_scene_change:
+        bg, frame = backgrounds[t], frames[t]
+        near = _within(person[t], reach_px[t])
+        # the scene away from people, on the sparse grid: does the background still describe it?
+        away = bg.known[g, g] & ~near[g, g]
+        if not away.any() or float(_differs(frame[g, g], bg.colour[g, g], tol)[away].mean()) > max_scene_change:
             continue
-        fg = diff & bg.known & near & ~person[t]
+        ys, xs = np.nonzero(near)  # the rest only where a person's reach is
+        y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+        box = (slice(y0, y1), slice(x0, x1))
+        fg = _differs(frame[box], bg.colour[box], tol) & bg.known[box] & near[box] & ~person[t][box]
         if not fg.any():
             continue
-        seed = cv2.dilate(person[t].view(np.uint8), np.ones((3, 3), np.uint8)) > 0
+        seed = cv2.dilate(person[t][box].view(np.uint8), np.ones((3, 3), np.uint8)) > 0
         _, lab = cv2.connectedComponents((fg | seed).astype(np.uint8), connectivity=8)
         touching = np.unique(lab[seed])
-        out[t] = np.isin(lab, touching[touching > 0]) & fg
+        out[t][box] = np.isin(lab, touching[touching > 0]) & fg
     return out
+
+
+def _differs(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
+    """(H, W) bool: the two uint8 colour images differ by more than ``tol`` in some channel."""
+    d = cv2.absdiff(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    return np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) > tol
