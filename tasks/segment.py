@@ -145,12 +145,9 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                                                      cfg.foreground_reach)
         return backgrounds[(c0, c1)]
 
-    def foreground(a0: int, a1: int, s0: int, s1: int, masks: np.ndarray, owners: list[np.ndarray]) -> np.ndarray:
-        """The pixels next to the people of frames a0..a1-1 that move with them (float32 0/1):
-        models/anonymizer/segment/foreground.py."""
-        person = masks.copy()
-        for o in owners:
-            person |= o
+    def foreground(a0: int, a1: int, s0: int, s1: int, person: np.ndarray) -> np.ndarray:
+        """The pixels next to the people (``person``: their masks before the margin) of frames
+        a0..a1-1 that move with them (float32 0/1): models/anonymizer/segment/foreground.py."""
         return touching_foreground(inputs.frames(a0, a1), person, frame_heights(boxes, a0, a1),
                                    [background(t, s0, s1) for t in range(a0, a1)], tol=cfg.foreground_tol,
                                    reach=cfg.foreground_reach,
@@ -202,7 +199,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                 # would add the part a frame early, and unflicker another frame without an avatar)
                 filled = stills.apply(filled, a0 - s0, read, filled >= thr)
             if cfg.foreground and boxes is not None:
-                filled = np.maximum(filled, foreground(a0, a1, s0, s1, filled >= thr, owners if active else []))
+                person = person_mask(filled, owners if active else None, thr)
+                filled = np.maximum(filled, foreground(a0, a1, s0, s1, person))
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact,
                                     extra=hand_margin(a0, a1))
