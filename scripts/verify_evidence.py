@@ -22,7 +22,6 @@ import sys
 
 import numpy as np
 
-
 #: a sampled box shows a person when at least this share of its pixels are ground-truth person pixels
 PERSON_COVER = 0.15
 #: every this many frames of a track's boxes are compared with the ground truth

