@@ -40,13 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     import anonymask.models.anonymizer.pose.scan as scan
     from anonymask.config.pipeline import pipeline_config
     from anonymask.config.stages import stage_backend
-    from anonymask.models.anonymizer.pose.backends import PoseInputs
     from anonymask.storage.store import DatasetStore
-    from anonymask.tasks.pose4d import frame_windows, video_shots
+    from anonymask.tasks.pose4d import study_inputs
 
-    entry = DatasetStore.open(a.store).video(a.video)
-    raw = entry.array("raw")
-    t_len, h, w = (int(x) for x in raw.shape[:3])
+    store = DatasetStore.open(a.store)
+    entry = store.video(a.video)
+    t_len, h, w = (int(x) for x in entry.array("raw").shape[:3])
     gt = entry.array("gt/person_mask") if entry.has_array("gt/person_mask") else None
     last = t_len - 1 if a.last < 0 else a.last
     now = {"t": 0, "box": None}
@@ -84,13 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
     discover.PersonDiscovery.push = traced_push
     scan.PoseScanner.scan, scan.PoseScanner._look = traced_scan, traced_look
-    cfg = pipeline_config(DatasetStore.open(a.store).dataset, {})["pose4d"]
-    io = PoseInputs(video_id=a.video, source=a.video, shape=(t_len, h, w),
-                    windows=lambda: frame_windows(entry, window=cfg["window"]),
-                    read_frames=lambda a0, a1: np.asarray(raw[a0:a1]),
-                    instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
-                    shots=video_shots(entry))
-    stage_backend("pose4d", cfg).estimate(io)
+    cfg = pipeline_config(store.dataset, {})["pose4d"]
+    stage_backend("pose4d", cfg).estimate(study_inputs(entry, cfg["window"]))
     return 0
 
 

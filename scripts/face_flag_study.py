@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from anonymask.storage.store import DatasetStore
 
     faces, flag, rng = FaceAuditor(), FaceFlag(), np.random.default_rng(0)
-    boxes, degraded, upscaled = [], {k: [] for k in DEGRADATIONS}, []
+    boxes, upscaled = [], []
     if a.crops:
         a.crops.mkdir(parents=True, exist_ok=True)
     for url in a.stores:
@@ -112,11 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                            "score": round(score, 3), "flag": round(flag(frame, box), 3)}
                     boxes.append(row)
                     if h >= a.min_px:
-                        row["degraded"] = {}
-                        for kind in DEGRADATIONS:
-                            row["degraded"][kind] = round(flag(degrade(frame, box, kind, rng), box), 3)
-                            if row["flag"] >= 0.5:  # what the degradation does to a box the flag keeps
-                                degraded[kind].append(row["degraded"][kind])
+                        row["degraded"] = {kind: round(flag(degrade(frame, box, kind, rng), box), 3)
+                                           for kind in DEGRADATIONS}
                         if a.crops:
                             x0, y0, x1, y1 = row["box"]
                             pad = int(h)
@@ -129,12 +126,13 @@ def main(argv: list[str] | None = None) -> int:
                             upscaled.append({"video": e.video_id, "t": t, "scale": s, "px": round(float(box[3] - box[1])),
                                              "box": [round(float(v) / s) for v in box], "flag": round(flag(big, box), 3)})
     large = [b for b in boxes if b["px"] >= a.min_px]
+    kept = [b for b in large if b["flag"] >= 0.5]  # what a degradation does to the boxes the flag keeps
     summary = {
         "boxes": len(boxes), "large": len(large), "large_flag_ge_half": sum(b["flag"] >= 0.5 for b in large),
         "small_flag_ge_half": sum(b["flag"] >= 0.5 for b in boxes if b["px"] < a.min_px),
         # of the large boxes the flag keeps as they are, the share it still keeps when degraded
-        "degraded_share_ge_half": {k: round(float(np.mean(np.array(v) >= 0.5)), 3) if v else None
-                                   for k, v in degraded.items()},
+        "degraded_share_ge_half": {k: round(float(np.mean([b["degraded"][k] >= 0.5 for b in kept])), 3) if kept else None
+                                   for k in DEGRADATIONS},
         "upscaled": len(upscaled), "upscaled_flag_ge_half": sum(u["flag"] >= 0.5 for u in upscaled),
     }
     a.out.write_text(json.dumps({"summary": summary, "boxes": boxes, "upscaled": upscaled}, indent=1))

@@ -51,10 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     import anonymask.models.anonymizer.pose.verify as verify
     from anonymask.config.pipeline import parse_overrides, pipeline_config
     from anonymask.config.stages import stage_backend
-    from anonymask.models.anonymizer.pose.backends import PoseInputs
     from anonymask.models.anonymizer.pose.scene_match import scene_plan
     from anonymask.storage.store import DatasetStore
-    from anonymask.tasks.pose4d import frame_windows, video_shots
+    from anonymask.tasks.pose4d import study_inputs
 
     cfg = pipeline_config(args.dataset, parse_overrides([f"pose4d.{kv}" for kv in args.set]))["pose4d"]
     entry = DatasetStore.open(args.store).video(args.video)
@@ -76,12 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     verify.with_scene = recording
-    io = PoseInputs(video_id=args.video, source=args.video, shape=(t_len, h, w),
-                    windows=lambda: frame_windows(entry, window=cfg["window"]),
-                    read_frames=lambda a, b: np.asarray(raw[a:b]),
-                    instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
-                    shots=video_shots(entry))
-    res = stage_backend("pose4d", cfg).estimate(io)
+    res = stage_backend("pose4d", cfg).estimate(study_inputs(entry, cfg["window"]))
     settings = verify.VerifySettings.model_validate(cfg["verify"])
     fields = set(verify.TrackEvidence.__dataclass_fields__)
     verdicts = verify.verify_tracks([verify.TrackEvidence(**{k: v for k, v in r.items() if k in fields}) for r in rows],

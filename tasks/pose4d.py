@@ -77,6 +77,20 @@ def run(entry: VideoEntry, cfg: Pose4dSettings, w: StageWriter) -> None:
         w.metric(mpjpe_mm=pose_mpjpe(entry, out.tracks))
 
 
+def study_inputs(entry: VideoEntry, window: int):
+    """The pose inputs of a stored video that write nothing (instances and paints dropped): for
+    scripts that run pose4d's discovery to measure it (scripts/verify_evidence.py,
+    scripts/discovery_trace.py) without touching the store."""
+    from anonymask.models.anonymizer.pose.backends import PoseInputs
+
+    raw = entry.array("raw")
+    t_len, h, wd = (int(x) for x in raw.shape[:3])
+    return PoseInputs(video_id=entry.video_id, source=entry.video_id, shape=(t_len, h, wd),
+                      windows=lambda: frame_windows(entry, window=window), read_frames=lambda a, b: np.asarray(raw[a:b]),
+                      instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
+                      shots=video_shots(entry))
+
+
 class _BlockPainter:
     """Draws people found later (followed back, faces) into frames already written, one block of
     frames at a time: a frame written alone into a sharded array rewrites its whole shard (about
