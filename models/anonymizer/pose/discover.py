@@ -16,6 +16,7 @@ write; per track: landmarks, world landmarks and boxes (small arrays).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 import cv2
@@ -27,12 +28,14 @@ from anonymask.models.anonymizer.pose.people import (
     MIN_CROP_PX,
     Detection,
     PeopleDetector,
+    body_scale,
     box_iou,
     boxes_cover,
     covered_by,
     mask_overlap,
     merge_detections,
     same_person,
+    scale_fits,
     square_tiles,
 )
 from anonymask.models.anonymizer.pose.people import (
@@ -42,6 +45,7 @@ from anonymask.models.anonymizer.pose.settings import (
     DiscoverSettings,
     EvidenceSettings,
     SamePersonSettings,
+    ScaleGateSettings,
     ScanSettings,
 )
 from anonymask.models.shared.geometry import inside_frame, touching_borders
@@ -59,6 +63,7 @@ class _Track:
     sight: tuple | None = None  # (window around that region, frame crop of the window) at that sighting
     held: int = 0  # consecutive frames held in place (see PersonDiscovery._hold_still_people)
     first_ref: tuple | None = None  # ``ref`` at the first sighting of a track that starts late (backfill)
+    recent: deque = field(default_factory=deque)  # last real (not held) sightings (the tracker bounds it)
 
     def predict(self, t: int) -> np.ndarray:
         if self.prev_box is None or self.box is None:
@@ -80,6 +85,8 @@ class _Track:
 
     def add(self, t: int, d: Detection) -> None:
         self.frames[t] = d
+        if d.source != "hold":
+            self.recent.append(d)
         self.prev_box, self.box, self.last_t = self.box, d.box.astype(np.float32), t
 
 
@@ -87,12 +94,19 @@ class OnlineTracker:
     """Hungarian matching of detections to live tracks; tracks die after ``max_gap`` misses."""
 
     def __init__(self, max_gap: int, min_iou: float, held_iou: float, same_bonus: float, same_tol: float,
-                 same: SamePersonSettings):
+                 same: SamePersonSettings, scale: ScaleGateSettings):
         self.max_gap = int(max_gap)
         self.min_iou = float(min_iou)
         self.held_iou = float(held_iou)
         self.same_bonus, self.same_tol, self.same = float(same_bonus), float(same_tol), same
+        self.scale = scale
         self.tracks: list[_Track] = []
+        self.refused_scale = 0  # pairs that would have linked, refused for their body scale (``scale_fits``)
+
+    def track_scale(self, tr: _Track) -> float | None:
+        """The median body scale (:func:`body_scale`) of the track's last ``scale.sightings`` real
+        sightings (held frames repeat an old one), None before any."""
+        return median_scale(tr.recent, self.same.min_conf)
 
     def live(self, t: int) -> list[_Track]:
         return [tr for tr in self.tracks if t - tr.last_t <= self.max_gap]
@@ -107,6 +121,7 @@ class OnlineTracker:
                 # someone held stands where they were last seen: their held box also holds what
                 # moved next to them (see PersonDiscovery._moved_parts), often someone else
                 pb = tr.ref[0].box if tr.held and tr.ref is not None else tr.predict(t)
+                ref = self.track_scale(tr)
                 for j, d in enumerate(dets):
                     iou = box_iou(pb, d.box)
                     last = tr.frames[tr.last_t]
@@ -115,8 +130,14 @@ class OnlineTracker:
                     # other landmarks is someone (or something) else, not them moving
                     if tr.held and not bonus and iou < self.held_iou:
                         continue
-                    if iou >= self.min_iou or bonus:
-                        cost[i, j] = 1.0 - min(1.0, iou + bonus)
+                    if not (iou >= self.min_iou or bonus):
+                        continue
+                    # a body of another size per metre is someone (or something) else: a person's
+                    # scale changes only as fast as they walk in depth (opt-in, docs/RESULTS.md)
+                    if not scale_fits(ref, body_scale(d, self.same.min_conf), t - tr.last_t, self.scale):
+                        self.refused_scale += 1
+                        continue
+                    cost[i, j] = 1.0 - min(1.0, iou + bonus)
             rows, cols = linear_sum_assignment(cost)
             for i, j in zip(rows, cols):
                 if cost[i, j] < 1.0:
@@ -124,11 +145,17 @@ class OnlineTracker:
                     ids[j] = live[i].tid
         for j, d in enumerate(dets):
             if ids[j] < 0:
-                tr = _Track(len(self.tracks))
+                tr = _Track(len(self.tracks), recent=deque(maxlen=self.scale.sightings))
                 tr.add(t, d)
                 self.tracks.append(tr)
                 ids[j] = tr.tid
         return ids
+
+
+def median_scale(dets, min_conf: float) -> float | None:
+    """The median :func:`body_scale` of ``dets`` (those it can be measured on), None if none."""
+    out = [s for d in dets if (s := body_scale(d, min_conf)) is not None]
+    return float(np.median(out)) if out else None
 
 
 def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, margin: int) -> bool:
@@ -169,7 +196,8 @@ class PersonDiscovery:
         self.tile_frac, self.tiles, self.tile_min_score = s.tile_frac, s.tiles, s.tile_min_score
         self.recover_missed = s.recover_missed
         self.tracker = OnlineTracker(max_gap=max_gap, min_iou=s.match_iou, held_iou=s.held_iou,
-                                     same_bonus=s.same_bonus, same_tol=s.same_tol, same=s.same)
+                                     same_bonus=s.same_bonus, same_tol=s.same_tol, same=s.same,
+                                     scale=s.scale_gate)
         self.roi = None
         if s.roi_tracking:
             from anonymask.models.anonymizer.pose.roi import RoiLandmarker

@@ -250,6 +250,7 @@ def assemble(people: list[Person], n_raw: int, rejected: set[int], camera: Camer
     diag.people = [(p.kind, len(p.frames_seen), p.reproj) for p in people]
     diag.fits_failed = sum(p.fit_failed for p in people)
     diag.detections = dict(disc.sources)
+    diag.links_refused_scale = disc.tracker.refused_scale
     scanner = getattr(disc, "scanner", None)
     if scanner is not None:  # what the landmark-model scan cost (its calls dominate pose4d's time)
         diag.scan_count, diag.scan_calls, diag.scan_skipped = scanner.scans, scanner.calls, scanner.skipped

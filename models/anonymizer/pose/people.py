@@ -29,7 +29,7 @@ from pydantic import Field
 
 from anonymask.core.registry import register
 from anonymask.models.anonymizer.pose.keypoints import N_LANDMARKS
-from anonymask.models.anonymizer.pose.settings import SamePersonSettings
+from anonymask.models.anonymizer.pose.settings import SamePersonSettings, ScaleGateSettings
 from anonymask.models.shared.geometry import box_iou
 
 #: px: the smallest square crop or tile the detector is run on (it resizes its input to 224 px, where
@@ -120,6 +120,37 @@ def same_person(a: Detection, b: Detection, tol: float, same: SamePersonSettings
     d = np.linalg.norm(a.kp2d[idx][both] - b.kp2d[idx][both], axis=1)
     size = max(a.height, b.height, 1.0)
     return float(np.median(d)) < tol * size
+
+
+def body_scale(d: Detection, min_conf: float) -> float | None:
+    """The detection's size in the image per metre of its body: the least-squares scale between its
+    confidently seen body landmarks (visibility >= ``min_conf``; four or more, so that not one
+    limb's foreshortening sets it) and the same
+    landmarks of its 3-D world pose seen along the camera's axis (MediaPipe's world landmarks are
+    metric and keep the image's orientation), None where it cannot be measured. A person's scale
+    changes only as fast as they move in depth, whatever their pose: lying down or stretching an
+    arm changes their box, not this."""
+    if d.world is None or d.kp2d is None:
+        return None
+    idx = [i for i in BODY_LANDMARKS[1:] if d.conf[i] >= min_conf]
+    if len(idx) < 4:
+        return None
+    a = d.kp2d[idx] - d.kp2d[idx].mean(axis=0)
+    b = d.world[idx, :2] - d.world[idx, :2].mean(axis=0)
+    den = float((b * b).sum())
+    if den <= 0.0:  # no 3-D pose (a backend without world landmarks gives zeros)
+        return None
+    out = float((a * b).sum() / den)
+    return out if out > 0 else None
+
+
+def scale_fits(ref: float | None, scale: float | None, frames: int, gate: ScaleGateSettings) -> bool:
+    """A body of ``scale`` (:func:`body_scale`) can be the person last seen at ``ref`` ``frames``
+    frames earlier: within ``gate.ratio`` x ``(1 + gate.per_frame)`` ** frames, either way. True
+    where either cannot be measured or the gate is off (``gate.enabled`` False)."""
+    if not gate.enabled or ref is None or scale is None:
+        return True
+    return max(scale / ref, ref / scale) <= gate.ratio * (1.0 + gate.per_frame) ** max(1, frames)
 
 
 def covered(d: Detection, others: list[Detection], frac: float) -> bool:

@@ -42,6 +42,7 @@ class PoseDiagnostics:
 
     linked_tracks: int = 0  # raw tracks joined to an earlier one of the same person
     begun_on_someone: int = 0  # late raw tracks that began on someone followed: linked to nobody before them
+    links_refused_scale: int = 0  # detection-track pairs the tracker refused: a body of another scale (discover.py)
     faces_rejected: int = 0  # face tracks the segmentation did not confirm as a person's
     parts_yielded: int = 0  # body-frames not drawn: a part of a face person
     avatars_yielded: int = 0  # body-frames not drawn: the face person's own body
@@ -62,7 +63,7 @@ class PoseDiagnostics:
 
     def merge(self, other: PoseDiagnostics) -> None:
         """Add a later shot's diagnostics (its people numbered on after these)."""
-        for name in ("linked_tracks", "begun_on_someone", "faces_rejected", "parts_yielded", "avatars_yielded", "face_regions",
+        for name in ("linked_tracks", "begun_on_someone", "links_refused_scale", "faces_rejected", "parts_yielded", "avatars_yielded", "face_regions",
                      "fits_failed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.detections.items():
@@ -79,6 +80,7 @@ class PoseDiagnostics:
         """The flat metrics the stage records (``status`` and the run report show them)."""
         kinds = [k for k, _, _ in self.people]
         out = {"linked_tracks": float(self.linked_tracks), "begun_on_someone": float(self.begun_on_someone),
+               "links_refused_scale": float(self.links_refused_scale),
                "faces_rejected": float(self.faces_rejected),
                "parts_yielded": float(self.parts_yielded), "avatars_yielded": float(self.avatars_yielded),
                "face_regions": float(self.face_regions),

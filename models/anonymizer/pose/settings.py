@@ -40,6 +40,26 @@ class SamePersonSettings(PassSettings):
                                                           "part of them found again")
 
 
+class ScaleGateSettings(PassSettings):
+    """When a detection may continue a track: its body scale (image pixels per metre of its 3-D
+    pose, models/anonymizer/pose/people.py ``body_scale``) against the track's
+    (models/anonymizer/pose/discover.py ``OnlineTracker``). A followed region that slid onto an
+    object, or onto the person in front, draws a body of another size there, whose box can still
+    overlap the track's. Off by default: on the generator's 60-s clip it splits the phantoms on
+    the clutter into twice the tracks, and the audit then fails the clip (docs/RESULTS.md)."""
+
+    enabled: bool = Field(False, description="refuse a detection of another body scale than the track's "
+                                             "(measured: fewer wrong links, more tracks; docs/RESULTS.md)")
+    ratio: float = Field(1.3, ge=1.0, description="scale ratio (either way) a detection may differ from the "
+                                                  "track's scale by one frame on: the estimate's frame-to-frame "
+                                                  "spread on followed tracks of real footage (99th percentile "
+                                                  "1.10, docs/RESULTS.md) with room")
+    per_frame: float = Field(0.03, ge=0.0, description="relative scale change per frame unseen: a person 2 m "
+                                                       "away walking 1.5 m/s towards the camera at 25 frames/s")
+    sightings: int = Field(5, ge=1, description="a track's last real sightings (not held) whose median scale is "
+                                                "its own (one sighting's landmarks may be off)")
+
+
 class DiscoverSettings(PassSettings):
     """Detect and follow every person frame by frame (models/anonymizer/pose/discover.py ``PersonDiscovery``)."""
 
@@ -106,6 +126,7 @@ class DiscoverSettings(PassSettings):
                                                               "track's last ones (the same pose: the same person)")
     same_tol: float = Field(0.25, gt=0.0, description="person heights two landmark sets may differ by and be the "
                                                       "same person's pose (tracker, tile re-detection)")
+    scale_gate: ScaleGateSettings = ScaleGateSettings()
     hold_visible: float = Field(0.3, ge=0.0, le=1.0, description="share of a lost person's last mask that must "
                                                                  "be in view (not behind someone found) to hold them")
     held_search_every: int = Field(5, ge=1, description="frames between searches for a person held in place (a "

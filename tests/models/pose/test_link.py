@@ -42,6 +42,7 @@ class _FakeDiscovery:
     def __init__(self, boxes):
         self.boxes = boxes
         self.sources = {}
+        self.tracker = type("Tracker", (), {"refused_scale": 0})()
 
     def push(self, frame):
         h, w = frame.shape[:2]
@@ -49,7 +50,6 @@ class _FakeDiscovery:
 
     def track_boxes(self, t_len):
         return list(self.boxes)
-
     def track_arrays(self, i, t_len):
         b = self.boxes[i]
         seen = np.nonzero(np.isfinite(b[:, 0]))[0]

@@ -127,7 +127,7 @@ def _tracker(max_gap: int) -> OnlineTracker:
     from anonymask.models.anonymizer.pose.settings import DiscoverSettings
 
     s = DiscoverSettings()
-    return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol, s.same)
+    return OnlineTracker(max_gap, s.match_iou, s.held_iou, s.same_bonus, s.same_tol, s.same, s.scale_gate)
 
 
 def test_tracker_keeps_ids_through_a_short_gap_and_fill_gaps_bridges_it():

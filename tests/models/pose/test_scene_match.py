@@ -57,7 +57,7 @@ def _tracks() -> list[_Track]:
 
 class _Discovery:
     def __init__(self, tracks):
-        self.tracker = type("Tracker", (), {"tracks": tracks})()
+        self.tracker = type("Tracker", (), {"tracks": tracks, "refused_scale": 0})()
 
     track_boxes = PersonDiscovery.track_boxes  # the real one: it reads tracker.tracks only
 

@@ -114,6 +114,7 @@ def _tracks(t_len: int):
 class _Tracker:
     def __init__(self, tracks):
         self.tracks = tracks
+        self.refused_scale = 0
 
 
 class _FakeDiscovery:
