@@ -60,8 +60,7 @@ def sightings(entry, dataset: str) -> dict[int, dict[int, object]]:
 
 def study(rec, gate, min_conf: float):
     """(one-frame ratios along followed tracks, [(track, frame, source, frames unseen, ratio)] refused)."""
-    from anonymask.models.anonymizer.pose.discover import median_scale
-    from anonymask.models.anonymizer.pose.people import body_scale, scale_fits
+    from anonymask.models.anonymizer.pose.people import body_scale, median_scale, scale_fits
 
     steps, refused = [], []
     for tid, frames in rec.items():

@@ -33,6 +33,7 @@ from anonymask.models.anonymizer.pose.people import (
     boxes_cover,
     covered_by,
     mask_overlap,
+    median_scale,
     merge_detections,
     same_person,
     scale_fits,
@@ -105,8 +106,8 @@ class OnlineTracker:
 
     def track_scale(self, tr: _Track) -> float | None:
         """The median body scale (:func:`body_scale`) of the track's last ``scale.sightings`` real
-        sightings (held frames repeat an old one), None before any."""
-        return median_scale(tr.recent, self.same.min_conf)
+        sightings (held frames repeat an old one), None before any or with the gate off."""
+        return median_scale(tr.recent, self.same.min_conf) if self.scale.enabled else None
 
     def live(self, t: int) -> list[_Track]:
         return [tr for tr in self.tracks if t - tr.last_t <= self.max_gap]
@@ -117,6 +118,8 @@ class OnlineTracker:
         ids = [-1] * len(dets)
         if live and dets:
             cost = np.ones((len(live), len(dets)))
+            # each detection's body scale once (the gate compares it with every track's; off: none)
+            scales = [body_scale(d, self.same.min_conf) if self.scale.enabled else None for d in dets]
             for i, tr in enumerate(live):
                 # someone held stands where they were last seen: their held box also holds what
                 # moved next to them (see PersonDiscovery._moved_parts), often someone else
@@ -134,7 +137,7 @@ class OnlineTracker:
                         continue
                     # a body of another size per metre is someone (or something) else: a person's
                     # scale changes only as fast as they walk in depth (opt-in, docs/RESULTS.md)
-                    if not scale_fits(ref, body_scale(d, self.same.min_conf), t - tr.last_t, self.scale):
+                    if not scale_fits(ref, scales[j], t - tr.last_t, self.scale):
                         self.refused_scale += 1
                         continue
                     cost[i, j] = 1.0 - min(1.0, iou + bonus)
@@ -150,12 +153,6 @@ class OnlineTracker:
                 self.tracks.append(tr)
                 ids[j] = tr.tid
         return ids
-
-
-def median_scale(dets, min_conf: float) -> float | None:
-    """The median :func:`body_scale` of ``dets`` (those it can be measured on), None if none."""
-    out = [s for d in dets if (s := body_scale(d, min_conf)) is not None]
-    return float(np.median(out)) if out else None
 
 
 def _interior_cut(d: Detection, tile: tuple[int, int, int], h: int, w: int, margin: int) -> bool:

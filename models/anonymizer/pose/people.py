@@ -144,6 +144,12 @@ def body_scale(d: Detection, min_conf: float) -> float | None:
     return out if out > 0 else None
 
 
+def median_scale(dets, min_conf: float) -> float | None:
+    """The median :func:`body_scale` of ``dets`` (those it can be measured on), None if none."""
+    out = [s for d in dets if (s := body_scale(d, min_conf)) is not None]
+    return float(np.median(out)) if out else None
+
+
 def scale_fits(ref: float | None, scale: float | None, frames: int, gate: ScaleGateSettings) -> bool:
     """A body of ``scale`` (:func:`body_scale`) can be the person last seen at ``ref`` ``frames``
     frames earlier: within ``gate.ratio`` x ``(1 + gate.per_frame)`` ** frames, either way. True
