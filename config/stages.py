@@ -232,6 +232,12 @@ declare_stage(StageDeclaration(
 class RenderSettings(StageSettings):
     bank_size: int = Field(32, ge=1)
     bank_seed: int = 0
+    skeleton_tol_m: float | None = Field(
+        0.02, gt=0.0, description="metres: an avatar's body shape moves no rest joint further than this from the "
+                                  "neutral skeleton the person was fitted with, so its joints land on the person's "
+                                  "(2 cm, about 5 px for a person 2 m from a 640-px camera, is well under the fit's own "
+                                  "joint error, MPJPE 30-230 mm on the synthetic sets; None: shapes drawn freely, "
+                                  "bone lengths included)")
     # 16, not 64: a window's rendered layers cost ~0.6 MB per alive track and frame (60-s scaling
     # video: peak 1.41 GiB at 64, 1.09 at 16, the same speed; docs/BENCHMARKS.md, run 5)
     window: int = _window(16)

@@ -5,7 +5,11 @@ shot), since the segment stage widens the person's hole that far (``segment.unfl
 
 Each track gets the avatar ``AppearanceBank.choose("<video>/<track>")`` (deterministic) and that
 avatar's body shape, so neither the person's look nor their body proportions reach the output.
-Also stores the avatar's projected joints and face points for the ControlNet conditions.
+The shape keeps the skeleton the person was fitted with (``render.skeleton_tol_m``), so the
+avatar's joints land on the person's. Also stores the avatar's projected joints and face points
+for the ControlNet conditions; where the video has ground truth (synthetic data), metrics
+``avatar_joint_err`` and ``avatar_ends_err`` say how far those joints are from the people's own
+(body joints; head and wrists), in % of the person's height.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from anonymask.tasks.motion import motion_prefix
 def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""
+    from anonymask.models.anonymizer.metrics import avatar_joint_errors
     from anonymask.models.shared.body.appearance import AppearanceBank, person_keys
     from anonymask.models.shared.body.landmarks import face_landmarks
     from anonymask.models.shared.body.model import get_body_model
@@ -36,7 +41,7 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     h, wd = int(entry.attrs["height"]), int(entry.attrs["width"])
     if (camera.height, camera.width) != (h, wd):
         raise ValueError(f"{entry.video_id}: pose camera is {camera.width}x{camera.height}, video {wd}x{h}")
-    bank = AppearanceBank(size=cfg.bank_size, seed=cfg.bank_seed)
+    bank = AppearanceBank(size=cfg.bank_size, seed=cfg.bank_seed, skeleton_tol=cfg.skeleton_tol_m)
     # one person seen as several tracks in turn keeps one appearance (the first track's)
     visible = [tuple(np.add(span_of(t.valid), t.start)) if t.valid.any() else (0, 0) for t in tracks]
     pose_boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
@@ -64,6 +69,9 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     n = len(tracks)
     _, face_ids = face_landmarks(body)
     covered = 0
+    # synthetic data: how far each avatar's joints land from its person's own (ground truth)
+    truth2d = entry.array("gt/joints2d") if entry.has_array("gt/joints2d") else None
+    joint_err: tuple[list[float], list[float]] = ([], [])
     # a silhouette exists only where its track is valid: each track's masks are stored over its
     # own frames (storage/tracks.py), and a window poses and renders only the tracks alive in it
     spans = np.array([np.add(span_of(tr.valid), tr.start) if tr.valid.any() else (0, 0) for tr in tracks],
@@ -104,9 +112,15 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
                 if ok.any():
                     face[ok, j] = camera.project(body.pose_track(tr.slice(ok)).vertices[:, face_ids])
             f_joints.write(joints)
+            if truth2d is not None:
+                body_err, end_err = avatar_joint_errors(np.asarray(truth2d[win.core_start : win.core_stop]), joints)
+                joint_err[0].extend(body_err)
+                joint_err[1].extend(end_err)
             f_face5.write(face5)
             f_face.write(face)
             del out
     f_tracks.close()
     w.write("render/avatar_ids", np.array([a.index for a in avatars], np.int32), frame_chunked=False)
     w.metric(avatars=[int(a.index) for a in avatars], render_fraction=covered / float(max(t_len * h * wd, 1)))
+    if joint_err[0]:  # median over person-frames, % of the person's height (models/anonymizer/metrics.py)
+        w.metric(avatar_joint_err=float(np.median(joint_err[0])), avatar_ends_err=float(np.median(joint_err[1])))

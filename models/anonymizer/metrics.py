@@ -142,3 +142,46 @@ def leak_flags(original: np.ndarray, anonymized: np.ndarray, background: np.ndar
     return leaked, distinguishable
 
 
+#: SMPL-H's body joints, pelvis to wrists (the finger joints follow the wrists)
+SMPLH_BODY_JOINTS = 22
+#: SMPL-H joints whose place matters most for an action: the head and the wrists
+HEAD_AND_WRISTS = (15, 20, 21)
+
+
+#: px: people shorter than this on screen are not measured (a few pixels say nothing of joints)
+MIN_PERSON_PX = 10.0
+#: person heights: an avatar whose body joints are further than this from a person on average is
+#: not on them (no avatar on that person: the audit's business, not this measurement's)
+ON_PERSON = 0.5
+
+
+def avatar_joint_errors(truth2d: np.ndarray, avatar2d: np.ndarray) -> tuple[list[float], list[float]]:
+    """How far the avatars drawn on real people put their joints from the people's own (synthetic
+    data: ground-truth 2-D joints). ``truth2d`` (T, P, >=22, 2) and ``avatar2d`` (T, N, >=22, 2)
+    pixels, NaN where absent. Per person and frame, the avatar whose body joints are nearest on
+    average is theirs if that mean is under :data:`ON_PERSON` of the person's 2-D height (else no
+    avatar is on them: not counted); returns that mean, and the mean over the head and wrists,
+    each in % of the person's 2-D height (people under :data:`MIN_PERSON_PX` tall are skipped)."""
+
+    body, ends = [], []
+    joints = list(range(SMPLH_BODY_JOINTS))
+    for t in range(truth2d.shape[0]):
+        av = avatar2d[t][:, joints]
+        ok = np.isfinite(av).all(axis=(1, 2))
+        if not ok.any():
+            continue
+        av, av_ends = av[ok], avatar2d[t][ok][:, list(HEAD_AND_WRISTS)]
+        for p in range(truth2d.shape[1]):
+            g = truth2d[t, p, joints]
+            if not np.isfinite(g).all():
+                continue
+            h = float(g[:, 1].max() - g[:, 1].min())
+            if h < MIN_PERSON_PX:
+                continue
+            d = np.linalg.norm(av - g[None], axis=-1).mean(axis=1)
+            k = int(np.argmin(d))
+            if d[k] < ON_PERSON * h:
+                body.append(100.0 * float(d[k]) / h)
+                ends.append(100.0 * float(np.linalg.norm(av_ends[k] - truth2d[t, p, list(HEAD_AND_WRISTS)],
+                                                         axis=-1).mean()) / h)
+    return body, ends

@@ -5,6 +5,15 @@ rest positions say how far along the limb it is), so the same code dresses the r
 and the procedural one. Avatars are drawn from a seeded generator and accepted only when they
 differ enough from every avatar already in the bank, so the bank is deterministic and no two
 avatars look alike.
+
+An avatar moves on the skeleton the person was fitted with (the neutral shape, betas 0). Body
+shape changes bone lengths too: along the shape space's first direction (overall size) a shape of
+2 standard deviations moves the head and wrists 14 cm, so a small avatar's hands fall short of
+where the person's were and its head sits below theirs, which the fill must then cover (measured:
+docs/RESULTS.md, "the avatar's skeleton"). With ``skeleton_tol`` the bank keeps only shapes that
+leave the skeleton where it is: :class:`SkeletonKeepingShapes` projects each drawn shape off the
+directions that move the rest joints and bounds what is left, so avatars still differ in girth
+and build, not in bone length.
 """
 
 from __future__ import annotations
@@ -213,12 +222,57 @@ def _random_style(rng: np.random.Generator) -> _Style:
     )
 
 
+class SkeletonKeepingShapes:
+    """Body shapes (betas) that leave the rest skeleton in place, for one body model.
+
+    The rest joints are linear in betas (joints = J_regressor (template + shape_dirs betas)), so
+    their displacement, with the soles kept on the floor as ``reshape_track(keep="feet")`` keeps
+    them, is ``A @ betas`` for a (3 x joints, NUM_BETAS) matrix measured here by unit steps. Its
+    right singular vectors order the shape directions by how far they move the skeleton. A
+    direction that moves some joint more than ``tol`` metres per unit beta (per standard deviation
+    of the bank's draws) is projected out; what is left is scaled down if it still moves a joint
+    more than ``tol``, so no avatar's rest joint is further than ``tol`` from the neutral one."""
+
+    #: the body joints (pelvis to wrists): the fingers follow the wrists
+    BODY_JOINTS = 22
+
+    def __init__(self, body_model, tol: float):
+        if tol <= 0:
+            raise ValueError(f"SkeletonKeepingShapes: tol must be > 0 metres, not {tol}")
+        self.tol = float(tol)
+        base = self._joints(body_model, np.zeros(NUM_BETAS, np.float32))
+        self.A = np.stack([(self._joints(body_model, np.eye(NUM_BETAS, dtype=np.float32)[k]) - base).ravel()
+                           for k in range(NUM_BETAS)], axis=1)  # (3 J, NUM_BETAS)
+        _, _, vt = np.linalg.svd(self.A, full_matrices=False)
+        reach = np.array([self.max_shift(v) for v in vt])  # metres per unit beta along each direction
+        self.removed = vt[reach > self.tol]  # (k, NUM_BETAS) orthonormal rows
+
+    @classmethod
+    def _joints(cls, body_model, betas: np.ndarray) -> np.ndarray:
+        rest = body_model.rest(betas)
+        return rest.joints[0, : cls.BODY_JOINTS] - np.array([0.0, rest.vertices[0, :, 1].min(), 0.0])
+
+    def max_shift(self, betas) -> float:
+        """The largest rest-joint displacement (metres) of a shape from the neutral one."""
+        return float(np.linalg.norm((self.A @ np.asarray(betas, np.float64)).reshape(-1, 3), axis=1).max())
+
+    def __call__(self, betas) -> np.ndarray:
+        b = np.asarray(betas, np.float64)
+        b = b - self.removed.T @ (self.removed @ b)
+        shift = self.max_shift(b)
+        if shift > self.tol:
+            b = b * (self.tol / shift)
+        return b.astype(np.float32)
+
+
 class AppearanceBank:
-    """size distinct avatars, deterministic for a seed; ``choose(key)`` maps ids to avatars."""
+    """size distinct avatars, deterministic for a seed; ``choose(key)`` maps ids to avatars.
+    ``skeleton_tol`` (metres; None: body shapes drawn freely): keep every avatar's rest joints
+    within it of the neutral skeleton the people are fitted with (:class:`SkeletonKeepingShapes`)."""
 
     MIN_DISTANCE = 0.9  # in signature units; two random styles average ~2.5
 
-    def __init__(self, size: int = 32, seed: int = 0, body_model=None):
+    def __init__(self, size: int = 32, seed: int = 0, body_model=None, skeleton_tol: float | None = None):
         if size < 1:
             raise ValueError("AppearanceBank size must be >= 1")
         if body_model is None:
@@ -226,6 +280,7 @@ class AppearanceBank:
         self.size = int(size)
         self.seed = int(seed)
         self.regions = BodyRegions(body_model.v_template, body_model.lbs_weights, body_model.rest_joints())
+        self.shapes = None if skeleton_tol is None else SkeletonKeepingShapes(body_model, skeleton_tol)
         rng = np.random.default_rng([self.seed, 20240611])
         styles: list[_Style] = []
         sigs: list[np.ndarray] = []
@@ -233,6 +288,8 @@ class AppearanceBank:
         tries = 0
         while len(styles) < self.size:
             st = _random_style(rng)
+            if self.shapes is not None:
+                st.betas = self.shapes(st.betas)
             sig = st.signature()
             if all(np.linalg.norm(sig - s) >= threshold for s in sigs):
                 styles.append(st)

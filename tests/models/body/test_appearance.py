@@ -119,3 +119,65 @@ def test_one_person_seen_as_tracks_in_turn_keeps_one_appearance():
     cut = _boxes(2, 100, {0: (0, 40, (80, 70), 100), 1: (41, 100, (80, 70), 100)})
     assert person_keys([(0, 40), (41, 100)], cut) == [0, 0]
     assert person_keys([(0, 40), (41, 100)], cut, shots=[(0, 41), (41, 100)]) == [0, 1]  # across a cut
+
+
+def _posed_track(n: int = 24, seed: int = 1):
+    """A neutral-shape track in varied poses 2.5 m in front of the camera (a fitted person)."""
+    from anonymask.models.shared.body.tracks import SMPLHTrack
+
+    rng = np.random.default_rng(seed)
+    go = (np.tile([np.pi, 0.0, 0.0], (n, 1)) + rng.normal(0, 0.2, (n, 3))).astype(np.float32)
+    zeros = np.zeros((n, 45), np.float32)
+    return SMPLHTrack(0, np.zeros(10, np.float32), go, rng.normal(0, 0.35, (n, 63)).astype(np.float32), zeros, zeros,
+                      np.tile([0.0, 0.2, 2.5], (n, 1)).astype(np.float32))
+
+
+@pytest.mark.parametrize("tol", [0.02, 0.01])
+def test_avatars_move_on_the_fitted_skeleton(tol):
+    """An avatar replaces a person fitted with the neutral shape: with ``skeleton_tol`` its joints,
+    posed with the person's motion and its feet kept on the floor, stay within the tolerance of the
+    fitted body's joints in the rest pose, and posed within twice it (the pelvis is placed by the
+    feet, each joint is within the tolerance of its rest place: two such offsets can add up); drawn
+    freely, bone lengths move the head and wrists by many centimetres."""
+    body = get_body_model()
+    track = _posed_track()
+    fitted = body.pose_track(track).joints[:, :22]
+
+    def worst(bank) -> float:
+        return max(float(np.linalg.norm(body.pose_track(body.reshape_track(track, a.betas)).joints[:, :22] - fitted,
+                                        axis=-1).max()) for a in bank)
+
+    kept = AppearanceBank(32, seed=0, skeleton_tol=tol)
+    rest0 = body.rest().joints[0, :22] - [0, body.rest().vertices[0, :, 1].min(), 0]
+    for a in kept:
+        r = body.rest(a.betas)
+        rest = r.joints[0, :22] - [0, r.vertices[0, :, 1].min(), 0]
+        assert np.linalg.norm(rest - rest0, axis=1).max() <= tol + 1e-4, a.name
+    assert worst(kept) <= 2 * tol
+    assert worst(AppearanceBank(32, seed=0)) > 0.1  # free shapes: 19 cm on this track
+
+
+def test_skeleton_keeping_shapes_still_differ_in_build():
+    """Keeping the skeleton does not make every avatar the same body: their surfaces still differ
+    by centimetres (girth, belly, shoulders), only the bones stay."""
+    body = get_body_model()
+    bank = AppearanceBank(32, seed=0, skeleton_tol=0.02)
+    v0 = body.rest().vertices[0]
+    spread = [float(np.abs(body.rest(a.betas).vertices[0] - v0).max()) for a in bank]
+    assert np.median(spread) > 0.02 and max(spread) > 0.04
+    widths = [np.ptp(body.rest(a.betas).vertices[0][:, 2]) for a in bank]  # front-to-back depth of the body
+    assert max(widths) / min(widths) > 1.1
+    assert len({a.gender for a in bank}) >= 2 and len(bank) == 32
+
+
+def test_skeleton_keeping_shapes_bound_and_refuse_a_bad_tolerance():
+    from anonymask.models.shared.body.appearance import SkeletonKeepingShapes
+
+    body = get_body_model()
+    shapes = SkeletonKeepingShapes(body, 0.02)
+    assert 1 <= len(shapes.removed) < 10  # the size directions go, the rest stay
+    big = np.full(10, 2.0, np.float32)
+    assert shapes.max_shift(big) > 0.1 and shapes.max_shift(shapes(big)) <= 0.02 + 1e-6
+    assert np.allclose(shapes(np.zeros(10)), 0.0)
+    with pytest.raises(ValueError, match="tol"):
+        SkeletonKeepingShapes(body, 0.0)
