@@ -34,7 +34,7 @@ def video_errors(entry) -> tuple[float, float, int] | None:
 
 def fit_errors(entry) -> tuple[float, float, int] | None:
     """The avatars' joints against their own fitted tracks' (body joints; head and wrists)."""
-    from anonymask.models.anonymizer.metrics import HEAD_AND_WRISTS
+    from anonymask.models.anonymizer.metrics import HEAD_AND_WRISTS, MIN_PERSON_PX
     from anonymask.models.anonymizer.pose.keypoints import BODY_JOINTS
     from anonymask.models.shared.body.model import get_body_model
     from anonymask.models.shared.body.tracks_io import read_tracks
@@ -52,7 +52,7 @@ def fit_errors(entry) -> tuple[float, float, int] | None:
         fitted = camera.project(body.pose_track(tr.slice(tr.valid)).joints)
         avatar = drawn[ok, j]
         h = fitted[:, BODY_JOINTS, 1].max(1) - fitted[:, BODY_JOINTS, 1].min(1)
-        keep = np.isfinite(avatar[:, BODY_JOINTS]).all(axis=(1, 2)) & (h > 10)
+        keep = np.isfinite(avatar[:, BODY_JOINTS]).all(axis=(1, 2)) & (h >= MIN_PERSON_PX)
         dist = np.linalg.norm(avatar - fitted, axis=-1)
         errs += list(100 * dist[keep][:, BODY_JOINTS].mean(1) / h[keep])
         ends += list(100 * dist[keep][:, list(HEAD_AND_WRISTS)].mean(1) / h[keep])

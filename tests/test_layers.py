@@ -44,7 +44,7 @@ MODEL_EDGES = {
     "refine": set(),
     "audit": {"geometry", "metrics", "pose"},  # pose: the landmark model as a body detector
     "skeleton": {"body", "pose"},
-    "metrics": {"segment"},
+    "metrics": {"segment", "body"},  # body: the skeleton's joints (avatar joint error)
     # training
     "action": {"privacy"},
     "hpe": {"body", "privacy", "synthetic"},

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from anonymask.models.anonymizer.segment.masks import as_bool
+from anonymask.models.shared.body.tracks import NUM_SKELETON_JOINTS
 
 
 def mask_iou(pred: np.ndarray, gt: np.ndarray) -> float:
@@ -142,8 +143,6 @@ def leak_flags(original: np.ndarray, anonymized: np.ndarray, background: np.ndar
     return leaked, distinguishable
 
 
-#: SMPL-H's body joints, pelvis to wrists (the finger joints follow the wrists)
-SMPLH_BODY_JOINTS = 22
 #: SMPL-H joints whose place matters most for an action: the head and the wrists
 HEAD_AND_WRISTS = (15, 20, 21)
 
@@ -162,9 +161,8 @@ def avatar_joint_errors(truth2d: np.ndarray, avatar2d: np.ndarray) -> tuple[list
     average is theirs if that mean is under :data:`ON_PERSON` of the person's 2-D height (else no
     avatar is on them: not counted); returns that mean, and the mean over the head and wrists,
     each in % of the person's 2-D height (people under :data:`MIN_PERSON_PX` tall are skipped)."""
-
     body, ends = [], []
-    joints = list(range(SMPLH_BODY_JOINTS))
+    joints = list(range(NUM_SKELETON_JOINTS))
     for t in range(truth2d.shape[0]):
         av = avatar2d[t][:, joints]
         ok = np.isfinite(av).all(axis=(1, 2))

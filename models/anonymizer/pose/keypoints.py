@@ -7,7 +7,7 @@ joint that sits at (about) the same anatomical place; weights say how much to tr
 
 from __future__ import annotations
 
-from anonymask.models.shared.body.tracks import JOINT_INDEX
+from anonymask.models.shared.body.tracks import JOINT_INDEX, NUM_SKELETON_JOINTS
 
 #: MediaPipe Pose's landmark count (its landmark model also returns 6 auxiliary points after them)
 N_LANDMARKS = 33
@@ -48,4 +48,4 @@ def mapping_arrays(mapping):
 
 
 #: the 22 body joints MPJPE is reported on (pelvis..right_wrist)
-BODY_JOINTS = list(range(22))
+BODY_JOINTS = list(range(NUM_SKELETON_JOINTS))

@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from anonymask.models.anonymizer.pose.kinematics import forward_kinematics
-from anonymask.models.shared.body.tracks import Camera, SMPLHTrack
+from anonymask.models.shared.body.tracks import NUM_SKELETON_JOINTS, Camera, SMPLHTrack
 
 #: SMPL-H's body joints (pelvis to wrists); the finger joints add nothing the wrists do not
-BODY_JOINTS = 22
+BODY_JOINTS = NUM_SKELETON_JOINTS
 
 
 def reach_past_box(track: SMPLHTrack, boxes: np.ndarray, frames: list[int], rest_joints: np.ndarray,

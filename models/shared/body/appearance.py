@@ -10,7 +10,7 @@ An avatar moves on the skeleton the person was fitted with (the neutral shape, b
 shape changes bone lengths too: along the shape space's first direction (overall size) a shape of
 2 standard deviations moves the head and wrists 14 cm, so a small avatar's hands fall short of
 where the person's were and its head sits below theirs, which the fill must then cover (measured:
-docs/RESULTS.md, "the avatar's skeleton"). With ``skeleton_tol`` the bank keeps only shapes that
+docs/RESULTS.md, "the avatar moves on the skeleton its person was fitted with"). With ``skeleton_tol`` the bank keeps only shapes that
 leave the skeleton where it is: :class:`SkeletonKeepingShapes` projects each drawn shape off the
 directions that move the rest joints and bounds what is left, so avatars still differ in girth
 and build, not in bone length.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .tracks import JOINT_INDEX as J
-from .tracks import NUM_BETAS
+from .tracks import NUM_BETAS, NUM_SKELETON_JOINTS
 
 SKIN_TONES = np.array([  # light to dark
     (255, 224, 196), (241, 194, 160), (224, 172, 135), (198, 140, 105), (170, 115, 80),
@@ -233,9 +233,6 @@ class SkeletonKeepingShapes:
     of the bank's draws) is projected out; what is left is scaled down if it still moves a joint
     more than ``tol``, so no avatar's rest joint is further than ``tol`` from the neutral one."""
 
-    #: the body joints (pelvis to wrists): the fingers follow the wrists
-    BODY_JOINTS = 22
-
     def __init__(self, body_model, tol: float):
         if tol <= 0:
             raise ValueError(f"SkeletonKeepingShapes: tol must be > 0 metres, not {tol}")
@@ -247,10 +244,10 @@ class SkeletonKeepingShapes:
         reach = np.array([self.max_shift(v) for v in vt])  # metres per unit beta along each direction
         self.removed = vt[reach > self.tol]  # (k, NUM_BETAS) orthonormal rows
 
-    @classmethod
-    def _joints(cls, body_model, betas: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _joints(body_model, betas: np.ndarray) -> np.ndarray:
         rest = body_model.rest(betas)
-        return rest.joints[0, : cls.BODY_JOINTS] - np.array([0.0, rest.vertices[0, :, 1].min(), 0.0])
+        return rest.joints[0, :NUM_SKELETON_JOINTS] - np.array([0.0, rest.vertices[0, :, 1].min(), 0.0])
 
     def max_shift(self, betas) -> float:
         """The largest rest-joint displacement (metres) of a shape from the neutral one."""

@@ -32,6 +32,8 @@ JOINT_NAMES: tuple[str, ...] = (
 )
 NUM_JOINTS = len(JOINT_NAMES)  # 52
 NUM_BODY_JOINTS = 21  # body_pose joints (pelvis excluded)
+#: the skeleton proper, pelvis to wrists (the finger joints follow the wrists): joints 0..21
+NUM_SKELETON_JOINTS = NUM_BODY_JOINTS + 1
 NUM_HAND_JOINTS = 15
 NUM_BETAS = 10
 

@@ -148,7 +148,8 @@ def test_avatars_move_on_the_fitted_skeleton(tol):
                                         axis=-1).max()) for a in bank)
 
     kept = AppearanceBank(32, seed=0, skeleton_tol=tol)
-    rest0 = body.rest().joints[0, :22] - [0, body.rest().vertices[0, :, 1].min(), 0]
+    neutral = body.rest()
+    rest0 = neutral.joints[0, :22] - [0, neutral.vertices[0, :, 1].min(), 0]
     for a in kept:
         r = body.rest(a.betas)
         rest = r.joints[0, :22] - [0, r.vertices[0, :, 1].min(), 0]
