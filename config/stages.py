@@ -351,6 +351,7 @@ class InpaintSettings(StageSettings):
 declare_stage(StageDeclaration(
     "inpaint", InpaintSettings, run="anonymask.tasks.inpaint:run", deps=("ingest", "segment"),
     privacy_version=2,  # 2: the opencv backend no longer returns a frame that is all hole unchanged
+    layout_version=2,  # 2: fill_made_up, the hole pixels the fill made up (the audit reads it)
 ))
 
 
@@ -434,6 +435,11 @@ class AuditSettings(StageSettings):
                                            "that an avatar's head completes into a face on clutter does)")
     refind_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU that makes a detection on the frame "
                                                                "without avatars the same candidate")
+    made_up_fill: bool = Field(True, description="hole pixels the inpainting made up (a spatial fill where no "
+                                                 "frame shows the place without a person: inpaint's fill_made_up) "
+                                                 "count as drawn, like avatar pixels: they hold no real pixel, so "
+                                                 "a face or body found on them is the fill's (false: only avatar "
+                                                 "pixels count, the behaviour before 2026-11-28)")
     erased: bool = Field(True, description="fail a video where a person is removed without an avatar")
     erased_min_share: float = Field(0.5, gt=0.0, description="smallest uncovered hole region that is a person, "
                                                               "as a share of the video's median hole area")

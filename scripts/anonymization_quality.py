@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         if entry.has_array("gt/person_mask"):
             row["people"] = len(entry.attrs.get("subject_ids") or [])
         if entry.has_array("anonymized"):
-            rep = audit_frames(_sampled(entry, int(cfg["audit"]["every"])), detectors)
+            rep = audit_frames(_sampled(entry, int(cfg["audit"]["every"]), bool(cfg["audit"]["made_up_fill"])),
+                               detectors)
             row["detector_findings"] = [[f.kind, [int(x) for x in f.box], len(f.frames)] for f in rep.findings]
             if out:
                 strip(entry, out / f"{info.video_id}.png")

@@ -5,8 +5,9 @@ Face and body detectors that differ from the one that found the people (models/a
 (``render/mask``) in several audited frames fails the video with an :class:`AuditError` that names
 the frames; with ``refind`` it must also be found again once the avatars are taken out (a real
 person beside an avatar does not need its pixels to be seen). Metrics: ``audit_frames``,
-``audit_detections``, ``audit_on_avatars``, ``audit_avatar_induced``, ``audit_findings`` and
-``audit_passed``. On synthetic data (ground truth in the store) the
+``audit_detections``, ``audit_on_avatars``, ``audit_on_fill`` (mostly on the pixels the inpainting
+made up, inpaint's ``fill_made_up``: drawn pixels too, with ``made_up_fill``), ``audit_avatar_induced``,
+``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
 ground-truth leak check runs too (models/anonymizer/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
 share; hole pixels whose fill is the same without the person are not counted, ``audit_gt_coincident``
 is their share, ``gt_strict`` counts them) fails the video above ``max_gt_leak``;
@@ -25,18 +26,23 @@ from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.inpaint import COINCIDENT_TOL
 
 
-def _sampled(entry: VideoEntry, every: int):
+def _sampled(entry: VideoEntry, every: int, made_up: bool):
     anon, avatar = entry.array("anonymized"), entry.array("render/mask")
     bg = entry.array("inpainted") if entry.has_array("inpainted") else None
+    rec = entry.record("inpaint") or {}
+    made = (entry.array("fill_made_up") if made_up and "fill_made_up" in rec.get("outputs", {})
+            and entry.has_array("fill_made_up") else None)
     t_len = anon.shape[0]
     for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
         frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
         masks = np.asarray(avatar[t0 : t0 + CLIP_FRAMES]).astype(bool)
         empty = np.asarray(bg[t0 : t0 + CLIP_FRAMES]) if bg is not None else None
+        fill = np.asarray(made[t0 : t0 + CLIP_FRAMES]).astype(bool) if made is not None else None
         for k in range(len(frames)):
             t = t0 + k
             if t % every == 0 or t == t_len - 1:
-                yield t, frames[k], masks[k], (empty[k] if empty is not None else None)
+                yield (t, frames[k], masks[k], (empty[k] if empty is not None else None),
+                       (fill[k] if fill is not None else None))
 
 
 def _hole_chunks(entry: VideoEntry):
@@ -70,12 +76,12 @@ def run(entry: VideoEntry, cfg: AuditSettings, w: StageWriter) -> None:
     from anonymask.models.anonymizer.audit.margin import audit_margin
 
     auditors = [get_backend("audit", name).create(cfg.detector_options.get(name)) for name in cfg.detectors]
-    rep = audit_frames(_sampled(entry, cfg.every), auditors, min_outside=cfg.min_outside,
+    rep = audit_frames(_sampled(entry, cfg.every, cfg.made_up_fill), auditors, min_outside=cfg.min_outside,
                        min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames}, refind=cfg.refind,
                        refind_iou=cfg.refind_iou)
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
-             audit_unconfirmed=rep.unconfirmed, audit_avatar_induced=rep.avatar_induced,
+             audit_unconfirmed=rep.unconfirmed, audit_avatar_induced=rep.avatar_induced, audit_on_fill=rep.on_fill,
              audit_detector_findings=detector_findings)
     gt = erased = None
     if cfg.ground_truth and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):

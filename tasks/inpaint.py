@@ -20,7 +20,12 @@ did not cause. A spatial fill can match a person's colour by chance (a grey floo
 trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
 a person shown (models/anonymizer/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
 ``person_free_check: false`` skips that second fill (the audit then counts every such pixel), and
-so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is held in memory)."""
+so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is held in memory).
+
+``fill_made_up`` (T,H,W) bool marks the hole pixels the backend made up: filled spatially because
+no frame it may draw from shows that place without a person (models/anonymizer/inpaint/backends.py);
+all False from a backend that does not say. The audit counts them as drawn pixels, like the
+avatars'. Metric ``made_up_share`` (of hole pixels)."""
 
 from __future__ import annotations
 
@@ -65,11 +70,17 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
     # t0 -> the person-free frames' fill, one shot at a time (synthetic videos are short)
     person_free: dict[int, np.ndarray] = {}
     coincident_px = [0, 0]
+    made_px = [0, 0]
 
-    def write(t0, frames):
+    def write(t0, frames, made_up=None):
         out.write(frames)  # windows arrive in order
+        h = np.asarray(hole[t0 : t0 + len(frames)]).astype(bool)
+        made = np.zeros(h.shape, bool) if made_up is None else np.asarray(made_up, bool) & h
+        made_out.write(made)
+        made_px[0] += int(made.sum())
+        made_px[1] += int(h.sum())
         if coincident is not None:
-            alt, h = person_free.pop(t0), np.asarray(hole[t0 : t0 + len(frames)]).astype(bool)
+            alt = person_free.pop(t0)
             same = h & (np.abs(frames.astype(np.int16) - alt).max(-1) <= COINCIDENT_TOL)
             coincident.write(same)
             coincident_px[0] += int(same.sum())
@@ -89,6 +100,7 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
         del entry.group["fill_coincident"]
     with contextlib.ExitStack() as outs:
         out = outs.enter_context(w.frames("inpainted", raw.shape[1:], np.uint8, t_len))
+        made_out = outs.enter_context(w.frames("fill_made_up", raw.shape[1:3], bool, t_len))
         coincident = outs.enter_context(w.frames("fill_coincident", raw.shape[1:3], bool, t_len)) if check_fill else None
         for a, b in video_shots(entry):
             use = backend
@@ -101,11 +113,13 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
             stream = dict(context=cfg.context, sample_frames=cfg.sample_frames)
             if coincident is not None:  # the same backend, windows and holes, on the person-free frames
                 inpaint_stream(use, lambda x, y, a=a: read_person_free(a + x, a + y), b - a,
-                               lambda t0, frames, a=a: person_free.__setitem__(a + t0, frames),
+                               lambda t0, frames, _made=None, a=a: person_free.__setitem__(a + t0, frames),
                                cfg.window, **stream)
             inpaint_stream(use, lambda x, y, a=a: read(a + x, a + y), b - a,
-                           lambda t0, frames, a=a: write(a + t0, frames), cfg.window, **stream)
+                           lambda t0, frames, made=None, a=a: write(a + t0, frames, made), cfg.window, **stream)
     w.metric(moving_shots=moving)
+    if made_px[1]:
+        w.metric(made_up_share=made_px[0] / made_px[1])
     if coincident_px[1]:
         w.metric(fill_coincident_share=coincident_px[0] / coincident_px[1])
     if has_gt and se[1]:

@@ -8,8 +8,12 @@ uses other models, so one model's blind spot is not the audit's:
 - ``hog``: OpenCV's HOG + linear SVM pedestrian detector (built into OpenCV, no weights file); a
   weak detection must be confirmed by the pose landmark model on its box (``HogAuditor``).
 
-A detection is a *finding* when most of it lies outside the avatar pixels (the render mask, grown
-by a few pixels): a face or body there is real, not an avatar. Detections on avatars are expected.
+A detection is a *finding* when most of it lies outside the drawn pixels: the avatars' (the render
+mask, grown by a few pixels) and, where the caller gives them, the hole pixels the inpainting made
+up (a spatial fill where no frame shows the place without a person: a smooth continuation of the
+colours around it, no real pixel; models/anonymizer/inpaint/backends.py). A face or body there is
+real, not drawn. Detections on drawn pixels are expected: a fill's smooth oval over a spoon can
+read as a face.
 A real face outside the avatars does not need the avatars' pixels to be seen, so with ``refind``
 a face candidate must also be found by the same detector, at a lower score (``refind_score``),
 once the avatars are taken out (the grown avatar pixels replaced by the background without
@@ -231,7 +235,7 @@ class AuditFinding:
     frames: list[int]
     box: list[float]  # in the first frame it was found
     score: float
-    outside: float  # share of the box outside avatar pixels
+    outside: float  # share of the box outside drawn pixels (avatars, made-up fill)
 
 
 @dataclass
@@ -240,6 +244,7 @@ class AuditReport:
     detections: int = 0
     on_avatars: int = 0
     unconfirmed: int = 0
+    on_fill: int = 0  # outside the avatars but mostly on made-up fill pixels (not counted in on_avatars)
     avatar_induced: int = 0  # candidates not found again with the avatars taken out (``refind``)
     findings: list[AuditFinding] = field(default_factory=list)
     #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
@@ -257,7 +262,7 @@ class AuditReport:
         def at(b):
             return f"x={b[0]:.0f}..{b[2]:.0f}, y={b[1]:.0f}..{b[3]:.0f}"
 
-        parts = [f"{f.kind} at {at(f.box)} in frames {_ranges(f.frames)} ({f.outside:.0%} outside avatar pixels)"
+        parts = [f"{f.kind} at {at(f.box)} in frames {_ranges(f.frames)} ({f.outside:.0%} outside avatar and made-up fill pixels)"
                  for f in self.findings if f.kind not in ("gt_leak", "erased")]
         parts += [f"ground truth: {f.score:.2%} of the person pixels shown outside avatars, in frames "
                   f"{_ranges(f.frames)} (first at {at(f.box)})" for f in self.findings if f.kind == "gt_leak"]
@@ -293,8 +298,9 @@ def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -
 def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
                  min_frames: dict[str, int] | None = None, avatar_grow: int = 3, refind: bool = True,
                  refind_iou: float = 0.3) -> AuditReport:
-    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people]) items;
-    see the module docstring. ``refind``: a candidate of an auditor with a ``refind`` method counts
+    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people[, made-up
+    fill pixels (H,W) bool]]) items; see the module docstring (None for either optional item:
+    not given). ``refind``: a candidate of an auditor with a ``refind`` method counts
     only if that finds it again (box IoU > ``refind_iou``) on the frame with the avatars taken out."""
     need = {"face": 2, "body": 3, **(min_frames or {})}
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
@@ -307,6 +313,8 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
         if kernel is not None:
             syn = cv2.dilate(syn, kernel)
         syn = syn.astype(np.float32)
+        made = item[4] if len(item) > 4 else None
+        drawn = np.maximum(syn, np.asarray(made, np.float32)) if made is not None else syn
         # the frame without avatars for a confirming model: avatar pixels replaced by the removed-
         # people background where the caller gives it (4th item), else greyed out (a flat grey
         # silhouette still looks like a person to a pose model)
@@ -320,9 +328,12 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
             again = None  # the detector on the frame without avatars, run once a candidate needs it
             for kind, box, score in a.detect(frame):
                 rep.detections += 1
-                out = outside_share(box, syn)
+                out = outside_share(box, drawn)
                 if out < min_outside:
-                    rep.on_avatars += 1
+                    if drawn is not syn and outside_share(box, syn) >= min_outside:
+                        rep.on_fill += 1
+                    else:
+                        rep.on_avatars += 1
                     continue
                 if hasattr(a, "confirmed") and not a.confirmed(blank, kind, box, score):
                     rep.unconfirmed += 1

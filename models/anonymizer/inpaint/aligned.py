@@ -70,6 +70,10 @@ class AlignedMedianInpainter:
         self.spatial = 0  # hole pixels no neighbour showed
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return self.fill(video, mask)[0]
+
+    def fill(self, video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The inpainted frames and the hole pixels no aligned neighbour showed (filled spatially)."""
         video, hole = _check(video, mask)
         return self._fill(video, hole, range(video.shape[0]))
 
@@ -80,14 +84,16 @@ class AlignedMedianInpainter:
             t1 = min(t_len, t0 + window)
             a0, a1 = max(0, t0 - context), min(t_len, t1 + context)
             video, hole = _check(*read(a0, a1))
-            write(t0, self._fill(video, hole, range(t0 - a0, t1 - a0)))
+            write(t0, *self._fill(video, hole, range(t0 - a0, t1 - a0)))
 
-    def _fill(self, video: np.ndarray, hole: np.ndarray, targets) -> np.ndarray:
-        """Frames ``targets`` of the clip, inpainted from the clip's other frames."""
+    def _fill(self, video: np.ndarray, hole: np.ndarray, targets) -> tuple[np.ndarray, np.ndarray]:
+        """Frames ``targets`` of the clip, inpainted from the clip's other frames, and their made-up
+        pixels (the hole pixels filled spatially)."""
         targets = list(targets)
         out = video[targets].copy()
+        made = np.zeros(out.shape[:3], bool)
         if not hole[targets].any():
-            return out
+            return out, made
         grey, usable, k = _small(video, hole, self.width)
         to_first, chain = chain_maps(step_homographies(grey, usable, min_inliers=self.min_inliers))
         scale = np.diag([k, k, 1.0])
@@ -108,6 +114,7 @@ class AlignedMedianInpainter:
                 continue
             if hole[t].all():  # nothing to align on, and cv2.inpaint returns a full hole unchanged
                 out[i] = EMPTY_FILL
+                made[i] = True
                 continue
             x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
             shift = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0], [0.0, 0.0, 1.0]])
@@ -139,4 +146,5 @@ class AlignedMedianInpainter:
                 self.spatial += int(rest.sum())
                 spatial = cv2.inpaint(frame, rest.view(np.uint8), self.radius, self.method)
                 cv2.copyTo(spatial, rest.view(np.uint8), frame)
-        return out
+                made[i] = rest
+        return out, made

@@ -4,6 +4,16 @@
 The hole is every pixel the mask covers at all (alpha > 0). Outside the hole the output is the
 input frame, bit for bit, so lighting changes and everything that is not a person are kept.
 
+Made-up pixels. A backend with ``fill(video, mask) -> (frames, made_up (T,H,W) bool)`` also says
+which hole pixels it made up: their colour was computed by a spatial fill (``cv2.inpaint``
+diffusing the colours around the region inwards, or the flat ``EMPTY_FILL``) because no frame it
+may draw from shows that place without a person. Such a pixel holds no real pixel of any frame,
+only a smooth continuation of the real pixels at the region's rim, so a face or body a detector
+sees there is the fill's, not a person's (the audit counts them as drawn, like avatar pixels:
+models/anonymizer/audit/detectors.py). Pixels copied from other frames (the temporal or aligned
+median) are real pixels and are never marked. A backend without ``fill`` (ProPainter's learned
+fill) marks nothing.
+
 - ``temporal_median`` (static cameras): per pixel, the median over the frames where that pixel is
   NOT in the hole (outside every person's mask), so a person can never be copied back into the
   hole, not even one who stands still (their pixels are in the hole in every frame). Pixels
@@ -138,32 +148,39 @@ class TemporalMedianInpainter:
         self.grow_unseen = int(grow_unseen)
         self.min_support = max(1, int(min_support))
 
-    def background(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The clip's static background image (H,W,3) uint8."""
+    def background(self, video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The clip's static background image (H,W,3) uint8 and where it is made up (H,W) bool."""
         video, hole = _check(video, mask)
         bg, count = masked_temporal_median(video, hole, self.block_rows)
         return self._fill_unseen(bg, count < self.min_support)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        video, hole = _check(video, mask)
-        return _paste(video, hole, self.background(video, hole))
+        return self.fill(video, mask)[0]
 
-    def _fill_unseen(self, bg: np.ndarray, unseen: np.ndarray) -> np.ndarray:
+    def fill(self, video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The inpainted frames and the hole pixels made up (module docstring)."""
+        video, hole = _check(video, mask)
+        bg, made = self.background(video, hole)
+        return _paste(video, hole, bg), hole & made
+
+    def _fill_unseen(self, bg: np.ndarray, unseen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``bg`` with its ``unseen`` pixels (grown by ``grow_unseen``) filled spatially, and the
+        pixels that fill wrote."""
         if not unseen.any():
-            return bg
+            return bg, np.zeros(bg.shape[:2], bool)
         if unseen.all():  # a shot that is all hole in every frame (a close-up): nothing to fill from
-            return np.full_like(bg, EMPTY_FILL)
+            return np.full_like(bg, EMPTY_FILL), np.ones(bg.shape[:2], bool)
         fill = unseen.view(np.uint8)
         if self.grow_unseen > 0:
             k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * self.grow_unseen + 1,) * 2)
             fill = cv2.dilate(fill, k)
-        return cv2.inpaint(bg, fill, self.radius, self.method)
+        return cv2.inpaint(bg, fill, self.radius, self.method), fill.astype(bool)
 
     def inpaint_stream(self, read, t_len: int, write, window: int = 64, context: int = 16,
                        sample_frames: int = 96) -> None:
         """Streamed inpainting with memory bounded by ``window + 2*context`` frames.
 
-        ``read(a, b)`` -> (video (b-a,H,W,3) uint8, hole (b-a,H,W)); ``write(t0, frames)``.
+        ``read(a, b)`` -> (video (b-a,H,W,3) uint8, hole (b-a,H,W)); ``write(t0, frames, made_up)``.
         Each window's background is the masked median of its frames and context; a pixel that is
         uncovered in fewer than ``min_support`` of them takes the masked median of up to
         ``sample_frames`` frames spread over the whole video, and one that is not uncovered often
@@ -171,7 +188,7 @@ class TemporalMedianInpainter:
         """
         if t_len <= window + 2 * context:
             video, hole = read(0, t_len)
-            write(0, self.inpaint(video, hole))
+            write(0, *self.fill(video, hole))
             return
         idx = np.unique(np.linspace(0, t_len - 1, min(sample_frames, t_len)).round().astype(int))
         picks = [read(int(t), int(t) + 1) for t in idx]
@@ -185,8 +202,9 @@ class TemporalMedianInpainter:
             bg, count = masked_temporal_median(video, hole, self.block_rows)
             local_unseen = count < self.min_support
             bg[local_unseen] = g_bg[local_unseen]
-            bg = self._fill_unseen(bg, local_unseen & (g_count < self.min_support))
-            write(t0, _paste(video[t0 - a0 : t1 - a0], hole[t0 - a0 : t1 - a0], bg))
+            bg, made = self._fill_unseen(bg, local_unseen & (g_count < self.min_support))
+            own = hole[t0 - a0 : t1 - a0]
+            write(t0, _paste(video[t0 - a0 : t1 - a0], own, bg), own & made)
 
 
 def _paste(video: np.ndarray, hole: np.ndarray, bg: np.ndarray) -> np.ndarray:
@@ -199,13 +217,17 @@ def _paste(video: np.ndarray, hole: np.ndarray, bg: np.ndarray) -> np.ndarray:
 
 def inpaint_stream(inpainter, read, t_len: int, write, window: int = 64, **stream) -> None:
     """Any backend over a long video: its own ``inpaint_stream`` (with the ``stream`` settings,
-    e.g. ``context``, ``sample_frames``) or window by window."""
+    e.g. ``context``, ``sample_frames``) or window by window. ``write(t0, frames, made_up)``:
+    ``made_up`` (T,H,W) bool, or None from a backend that does not say (module docstring)."""
     if hasattr(inpainter, "inpaint_stream"):
         inpainter.inpaint_stream(read, t_len, write, window=window, **stream)
         return
     for t0 in range(0, t_len, window):
         video, hole = read(t0, min(t_len, t0 + window))
-        write(t0, inpainter.inpaint(video, hole))
+        if hasattr(inpainter, "fill"):
+            write(t0, *inpainter.fill(video, hole))
+        else:
+            write(t0, inpainter.inpaint(video, hole), None)
 
 
 @register("inpaint", "opencv")
@@ -217,6 +239,10 @@ class OpenCVInpainter:
         self.radius = int(radius)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return self.fill(video, mask)[0]
+
+    def fill(self, video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The inpainted frames; every hole pixel is made up (a spatial fill of each frame)."""
         video, hole = _check(video, mask)
         out = video.copy()
         for t in range(video.shape[0]):
@@ -226,4 +252,4 @@ class OpenCVInpainter:
                 filled = cv2.inpaint(video[t], hole[t].view(np.uint8), self.radius, self.method)
                 # take only hole pixels from the fill: outside it the frame stays bit for bit
                 cv2.copyTo(filled, hole[t].view(np.uint8), out[t])
-        return out
+        return out, hole.copy()

@@ -193,3 +193,33 @@ def test_a_real_face_beside_an_avatar_is_still_found(pose2sim_frames, view, star
     assert not plain.passed and [f.kind for f in plain.findings] == ["face"] * len(plain.findings)
     assert before.max_frames.get("face", 0) >= 1  # candidates beside the avatar (the check is not empty)
     assert rep.avatar_induced == 0 and rep.findings == before.findings
+
+
+def test_a_face_on_made_up_fill_pixels_is_not_a_finding_and_one_beside_them_is(pose2sim_frames):
+    """Real BlazeFace on real frames. Where the inpainting says it made the pixels up (a spatial
+    fill: no frame showed that place), what a detector sees is the fill's, as on an avatar: the
+    faces found with nothing drawn are no finding when their boxes are made up, and counted
+    ``on_fill``. The same made-up region moved off the faces changes nothing."""
+    from anonymask.models.anonymizer.audit.detectors import FaceAuditor
+
+    fr = pose2sim_frames("Demo_MultiPerson/videos/cam04.mp4", start=0, n=4)
+    face = FaceAuditor()
+    boxes = [[b for _, b, _ in face.detect(f)] for f in fr]
+    assert all(boxes)
+    none = np.zeros(fr.shape[:3], bool)
+    bg = np.full(fr.shape[1:], 127, np.uint8)
+    on, off = none.copy(), none.copy()
+    w = fr.shape[2]
+    for t, bs in enumerate(boxes):
+        for b in bs:
+            x0, y0, x1, y1 = (int(round(float(v))) for v in b)
+            on[t, max(0, y0):y1, max(0, x0):x1] = True
+            dx = x1 - x0 + 4 if x1 + (x1 - x0) + 4 <= w else -(x1 - x0 + 4)  # beside it, not on it
+            off[t, max(0, y0):y1, max(0, x0 + dx):max(0, x1 + dx)] = True
+    off &= ~on
+    plain = audit_frames([(t, f, none[t], bg, none[t]) for t, f in enumerate(fr)], [face])
+    made = audit_frames([(t, f, none[t], bg, on[t]) for t, f in enumerate(fr)], [face])
+    beside = audit_frames([(t, f, none[t], bg, off[t]) for t, f in enumerate(fr)], [face])
+    assert not plain.passed and plain.on_fill == 0
+    assert made.passed and made.on_fill == made.detections == plain.detections and made.on_avatars == 0
+    assert beside.findings == plain.findings and beside.on_fill == 0

@@ -72,8 +72,9 @@ def test_a_person_in_every_frame_is_never_copied_back():
     nothing is copied from the other frames (all have the person there), the spatial fill does."""
     video, _, hole = _panning_clip(frames=8, dx=0, dy=0)
     inp = AlignedMedianInpainter()
-    out = inp.inpaint(video, hole)
+    out, made = inp.fill(video, hole)
     assert _person_pixels(out) == 0 and inp.spatial > 0
+    assert made.sum() == inp.spatial and not (made & ~hole).any()  # the spatial fill's pixels are made up
 
 
 @pytest.mark.parametrize("window,context", [(5, 4), (8, 0)])
@@ -81,9 +82,12 @@ def test_streamed_windows_fill_only_each_windows_frames(window, context):
     video, clean, hole = _panning_clip(frames=16)
     written = []
     AlignedMedianInpainter().inpaint_stream(lambda a, b: (video[a:b], hole[a:b]), 16,
-                                            lambda t0, f: written.append((t0, f)), window=window, context=context)
-    assert [t0 for t0, _ in written] == list(range(0, 16, window))
-    out = np.concatenate([f for _, f in written])
+                                            lambda t0, f, made: written.append((t0, f, made)), window=window,
+                                            context=context)
+    assert [t0 for t0, *_ in written] == list(range(0, 16, window))
+    out = np.concatenate([f for _, f, _ in written])
+    made = np.concatenate([m for *_, m in written])
+    assert made.shape == hole.shape and not (made & ~hole).any()
     assert out.shape == video.shape and _person_pixels(out) == 0
     assert np.array_equal(out[~hole], video[~hole]) and _psnr(out[hole], clean[hole]) > 28.0
 

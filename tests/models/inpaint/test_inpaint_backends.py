@@ -1,3 +1,4 @@
+import cv2
 import numpy as np
 import pytest
 
@@ -86,7 +87,6 @@ def test_a_frame_that_is_all_hole_is_not_shown():
     """cv2.inpaint given a mask over the whole frame returns the frame unchanged (it has no pixel
     to fill from): a person filling a close-up frame, or a box held over the whole frame, would
     be shown as they are. Such a frame gets a flat grey instead; the others are inpainted."""
-    import cv2
 
     video, _, mask = moving_person(t=3)
     mask[1] = True
@@ -105,8 +105,9 @@ def test_a_clip_that_is_all_hole_is_filled_grey_by_the_median():
     assert (out == 128).all()
     streamed = np.zeros_like(video)
 
-    def write(t0, frames):
+    def write(t0, frames, made_up):
         streamed[t0 : t0 + len(frames)] = frames
+        assert made_up.all()  # the grey is made up
 
     get_inpainter("temporal_median").inpaint_stream(lambda a, b: (video[a:b], hole[a:b]), 6, write, window=2,
                                                     context=1)
@@ -137,8 +138,9 @@ def _static_person_video(t=120, h=24, w=32):
     return bg, video, hole
 
 
-def _stream(inpainter, video, hole, **windows):
-    """``inpaint_stream`` over in-memory arrays: (the output, the length of every read)."""
+def _stream(inpainter, video, hole, made=None, **windows):
+    """``inpaint_stream`` over in-memory arrays: (the output, the length of every read); the
+    made-up pixels it reports go into ``made`` (an array like ``hole``) when given."""
     from anonymask.models.anonymizer.inpaint.backends import inpaint_stream
 
     out = np.zeros_like(video)
@@ -148,8 +150,10 @@ def _stream(inpainter, video, hole, **windows):
         reads.append(b - a)
         return video[a:b], hole[a:b]
 
-    def write(t0, frames):
+    def write(t0, frames, made_up):
         out[t0:t0 + len(frames)] = frames
+        if made is not None:
+            made[t0:t0 + len(frames)] = made_up
 
     inpaint_stream(inpainter, read, len(video), write, **windows)
     return out, reads
@@ -204,3 +208,51 @@ def test_a_part_the_mask_missed_in_a_few_frames_is_not_copied_into_the_others():
     assert psnr(out, np.broadcast_to(bg, video.shape), hole) > 20
     streamed, _ = _stream(get_inpainter("temporal_median"), video, hole, window=8, context=2)
     assert not np.abs(streamed[hole].astype(int) - (250, 10, 250)).max(-1).__lt__(60).any()
+
+
+def test_made_up_pixels_are_the_spatially_filled_ones_and_no_copied_pixel():
+    """The still person's place is never uncovered: the median has no sample there and the fill
+    makes it up (with the ``grow_unseen`` ring, inside the hole); the walker's trail is copied from
+    frames that show it and is not made up. Whole video and streamed in windows alike."""
+    from anonymask.models.anonymizer.inpaint.backends import TemporalMedianInpainter
+
+    bg, video, hole = _static_person_video()
+    inp = get_inpainter("temporal_median")
+    out, made = inp.fill(video, hole)
+    assert np.array_equal(out, inp.inpaint(video, hole))
+    never = hole.all(0)
+    assert made[:, never].all()  # the still person's place, in every frame
+    assert not (made & ~hole).any()  # only hole pixels
+    trail = hole & ~never[None]
+    ring = cv2.dilate(never.view(np.uint8), np.ones((2 * inp.grow_unseen + 1,) * 2, np.uint8)).astype(bool)
+    assert not made[trail & ~ring[None]].any()  # copied from other frames: real pixels
+    assert made[trail & ring[None]].any()  # the grown ring is rewritten by the fill: made up too
+    streamed = np.zeros_like(hole)
+    _stream(inp, video, hole, made=streamed, window=32)
+    assert streamed[:, never].all() and not (streamed & ~hole).any()
+    assert not streamed[trail & ~ring[None]].any()
+    assert isinstance(inp, TemporalMedianInpainter)
+
+
+def test_every_hole_pixel_of_the_frame_by_frame_fill_is_made_up():
+    video, _, mask = moving_person(t=4)
+    out, made = get_inpainter("opencv").fill(video, mask)
+    assert np.array_equal(made, mask.astype(bool)) and np.array_equal(out, get_inpainter("opencv").inpaint(video, mask))
+
+
+def test_aligned_median_makes_up_only_what_no_neighbour_shows():
+    """A still camera through the aligned median: the walker's trail is shown by neighbours (not
+    made up), the still person's place by none (made up)."""
+    t, h, w = 16, 96, 128
+    video = np.repeat(textured_background(h, w, 5)[None], t, axis=0)
+    hole = np.zeros((t, h, w), bool)
+    video[:, 10:40, 8:20] = (250, 10, 250)  # still, never uncovered
+    hole[:, 8:42, 6:22] = True
+    for i in range(t):  # a walker 6 px a frame: their place is shown a few frames later
+        x = 30 + 6 * i
+        video[i, 50:80, x:x + 8] = (10, 250, 10)
+        hole[i, 48:82, x - 2:x + 10] = True
+    out, made = get_inpainter("aligned_median", reach=6, step=1).fill(video, hole)
+    never = hole.all(0)
+    assert made[:, never].all() and not (made & ~hole).any()
+    assert (~made[hole & ~never[None]]).mean() > 0.5  # most of the trail came from aligned neighbours
