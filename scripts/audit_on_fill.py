@@ -24,8 +24,7 @@ import cv2
 import numpy as np
 
 from anonymask.config.pipeline import pipeline_config
-from anonymask.models.anonymizer.audit import get_auditor
-from anonymask.models.anonymizer.audit.detectors import outside_share
+from anonymask.models.anonymizer.audit import audit_frames, get_auditor
 from anonymask.storage.store import DatasetStore
 from anonymask.tasks.audit import _sampled
 
@@ -43,22 +42,10 @@ def excused(entry, cfg: dict) -> list[dict]:
 
 def excused_detections(items, auditors, min_outside: float) -> list[dict]:
     """Of (t, frame, avatar mask, made-up mask or None) items, each detection outside the avatar
-    pixels (grown as the audit grows them) but not outside the avatar and made-up pixels."""
-    grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))  # audit_frames' avatar_grow = 3
-    out = []
-    for t, frame, avatar, made in items:
-        if made is None:
-            continue
-        syn = cv2.dilate(avatar.astype(np.uint8), grow).astype(np.float32)
-        drawn = np.maximum(syn, made.astype(np.float32))
-        for a in auditors:
-            for kind, box, score in a.detect(frame):
-                off_avatar, off_drawn = outside_share(box, syn), outside_share(box, drawn)
-                if off_avatar >= min_outside > off_drawn:
-                    out.append({"frame": int(t), "kind": kind, "box": [round(float(v), 1) for v in box],
-                                "score": round(float(score), 3), "outside_avatars": round(off_avatar, 3),
-                                "outside_drawn": round(off_drawn, 3)})
-    return out
+    pixels (grown as the audit grows them) but not outside the avatar and made-up pixels: the
+    audit's own ``fill_excused`` list."""
+    rep = audit_frames(((t, f, av, None, made) for t, f, av, made in items), auditors, min_outside=min_outside)
+    return rep.fill_excused
 
 
 def sheet(entry, found: list[dict], path: Path) -> None:

@@ -26,12 +26,17 @@ from anonymask.storage.store import CLIP_FRAMES, StageWriter, VideoEntry
 from anonymask.tasks.inpaint import COINCIDENT_TOL
 
 
+def _inpaint_output(entry: VideoEntry, name: str):
+    """The inpaint stage's array ``name`` when its record lists it and it is there, else None (a
+    store written before the array existed, or a run that skipped it)."""
+    rec = entry.record("inpaint") or {}
+    return entry.array(name) if name in rec.get("outputs", {}) and entry.has_array(name) else None
+
+
 def _sampled(entry: VideoEntry, every: int, made_up: bool):
     anon, avatar = entry.array("anonymized"), entry.array("render/mask")
     bg = entry.array("inpainted") if entry.has_array("inpainted") else None
-    rec = entry.record("inpaint") or {}
-    made = (entry.array("fill_made_up") if made_up and "fill_made_up" in rec.get("outputs", {})
-            and entry.has_array("fill_made_up") else None)
+    made = _inpaint_output(entry, "fill_made_up") if made_up else None
     t_len = anon.shape[0]
     for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
         frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
@@ -54,9 +59,9 @@ def _hole_chunks(entry: VideoEntry):
 
 def _gt_chunks(entry: VideoEntry):
     raw, out, gt, syn = (entry.array(k) for k in ("raw", "anonymized", "gt/person_mask", "render/mask"))
-    rec = entry.record("inpaint") or {}
-    has_fill = "fill_coincident" in rec.get("outputs", {}) and entry.has_array("fill_coincident")
-    same, fill = (entry.array("fill_coincident"), entry.array("inpainted")) if has_fill else (None, None)
+    same = _inpaint_output(entry, "fill_coincident")
+    has_fill = same is not None
+    fill = entry.array("inpainted") if has_fill else None
     bg = entry.read("gt/background")
     for t0 in range(0, raw.shape[0], CLIP_FRAMES):
         sl = slice(t0, t0 + CLIP_FRAMES)

@@ -245,6 +245,8 @@ class AuditReport:
     on_avatars: int = 0
     unconfirmed: int = 0
     on_fill: int = 0  # outside the avatars but mostly on made-up fill pixels (not counted in on_avatars)
+    #: those detections, to look at: frame, kind, box, score, outside_avatars, outside_drawn
+    fill_excused: list[dict] = field(default_factory=list)
     avatar_induced: int = 0  # candidates not found again with the avatars taken out (``refind``)
     findings: list[AuditFinding] = field(default_factory=list)
     #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
@@ -330,8 +332,12 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
                 rep.detections += 1
                 out = outside_share(box, drawn)
                 if out < min_outside:
-                    if drawn is not syn and outside_share(box, syn) >= min_outside:
+                    off_avatars = outside_share(box, syn) if drawn is not syn else out
+                    if off_avatars >= min_outside:
                         rep.on_fill += 1
+                        rep.fill_excused.append({"frame": int(t), "kind": kind,
+                                                 "box": [round(float(v), 1) for v in box], "score": round(float(score), 3),
+                                                 "outside_avatars": round(off_avatars, 3), "outside_drawn": round(out, 3)})
                     else:
                         rep.on_avatars += 1
                     continue
