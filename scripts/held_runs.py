@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     person_lost = dict.fromkeys(EXPIRIES, 0)
     for tr in ev["tracks"]:
         run = 0
-        for t, x0, y0, x1, y1, source in tr["boxes"]:
+        for t, x0, y0, x1, y1, source, *_ in tr["boxes"]:
             present[t] += 1
             run = run + 1 if source == "hold" else 0
             if run <= EXPIRIES[0]:

@@ -16,7 +16,9 @@ exploration that production does not compute:
   its box between samples ``--pixel-every`` frames apart (clutter does not change at all).
 - ``boxes``: the track's box in every frame it has one, ``[t, x0, y0, x1, y1, source]`` (pixels of
   the scaled frames; ``source`` is how discovery got it: track, hold, scan, crop, ...), for the
-  per-track cues of ``scripts/clutter_cues/``.
+  per-track cues of ``scripts/clutter_cues/``; each row ends with the region the landmark model
+  would be run on from that frame's landmarks (``[cx, cy, side, rotation]``, models/anonymizer/pose/roi.py
+  ``roi_from_landmarks``; null where the torso was not placed).
 
 With ``--gt`` (the synthetic generator's ``gt/<video>.npz``; ``--gt-period`` for a looped clip)
 each track gets ``gt_person_share``: the share of its frames whose box matches a real person's
@@ -94,6 +96,15 @@ def read_video(path: str, start: int, stop: int | None, max_side: int | None):
             img = fr.to_ndarray(format="rgb24")
             hw = target_size(img.shape[0], img.shape[1], max_side)
             yield img if hw == img.shape[:2] else resize_video(img[None], hw)[0]
+
+
+def _landmark_roi(d, min_conf: float):
+    """The region the landmark model would be run on from this detection's own landmarks
+    ([cx, cy, side, rotation rad]; None where its torso was not placed)."""
+    from anonymask.models.anonymizer.pose.roi import roi_from_landmarks
+
+    roi = roi_from_landmarks(np.asarray(d.kp2d, np.float64), np.asarray(d.conf, np.float64), min_conf)
+    return None if roi is None else [round(float(v), 3) for v in roi]
 
 
 def tracks_present(store: str, video: str) -> dict:
@@ -216,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                    pixel_change_max=float(np.max(change)) if change else None,
                    box_first=[float(v) for v in tr.frames[ts[0]].box],
                    boxes=[[int(t)] + [round(float(v), 1) for v in tr.frames[t].box] + [str(tr.frames[t].source)]
-                          for t in ts])
+                       + [_landmark_roi(tr.frames[t], pose.verify.landmark_conf)] for t in ts])
         if gt_boxes is not None:
             on = 0
             for t in ts:

@@ -132,7 +132,7 @@ def main():
         if len(idx) > args.max_samples:
             idx = [idx[int(i)] for i in np.linspace(0, len(idx) - 1, args.max_samples)]
         for i in idx:
-            t, *b, _src = bx[i]
+            t, *b, _src = bx[i][:6]
             want[t].append((k, b))
     bg_ts = set(np.linspace(0, T - 1, min(T, 40)).astype(int).tolist())
     # gt boxes (frames discovery saw)
