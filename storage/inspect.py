@@ -112,6 +112,8 @@ def format_people(metrics: dict[str, Any]) -> str:
     extra = [f"{int(metrics[k])} {label}" for k, label in PEOPLE_DETAILS if metrics.get(k)]
     if float(metrics.get("exposure_gain") or 1.0) > 1.0:
         extra.append(f"dim: seen x{float(metrics['exposure_gain']):.1f}")
+    if metrics.get("avatars_per_frame") is not None:
+        extra.append(f"{float(metrics['avatars_per_frame']):.1f} a frame")
     return f"{int(n)}" + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -153,7 +155,9 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
         out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
                    "face: face-anchored; linked: raw tracks joined into one person; found twice: tracks that "
                    "began on someone already followed, linked to nobody before them; not people: tracks the "
-                   "verification pass dropped; dim: a dim shot the person models saw brightened, by this gain)")
+                   "verification pass dropped; dim: a dim shot the person models saw brightened, by this gain; "
+                   "a frame: avatars an average frame shows, more than the people in view means avatars on "
+                   "clutter)")
     if any(row.get("audit_margin") for row in report["videos"]):
         out.append("audit margin: the tightest check's limit / observed value (above 1x passes; "
                    "0.5x: twice over the limit)")

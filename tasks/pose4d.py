@@ -72,9 +72,16 @@ def run(entry: VideoEntry, cfg: Pose4dSettings, w: StageWriter) -> None:
     if out.metrics:
         w.metric(**out.metrics)
     write_tracks(w, "pose", out.tracks, out.camera)
-    w.metric(tracks=len(out.tracks))
+    w.metric(tracks=len(out.tracks), avatars_per_frame=avatars_per_frame(out.tracks, t_len))
     if has_tracks(entry, "gt/pose") and cfg.backend != "gt":
         w.metric(mpjpe_mm=pose_mpjpe(entry, out.tracks))
+
+
+def avatars_per_frame(tracks: list, t_len: int) -> float:
+    """Avatars an average frame shows: the posed tracks' valid frames over the video's frames. More
+    than the people in view means avatars on something else (clutter the landmark model took for a
+    body), which a long video accumulates: the number to watch beside ``tracks``."""
+    return float(sum(int(np.asarray(tr.valid).sum()) for tr in tracks)) / max(int(t_len), 1)
 
 
 def study_inputs(entry: VideoEntry, window: int):

@@ -187,9 +187,13 @@ def test_pose4d_window_does_not_change_tracks(tmp_path):
         s.register_videos([i for i in get_adapter("demo", root).records() if i.video_id == "s01s02_a02_r01"])
         for name in ("ingest", "pose4d"):
             execute_stage(url, "s01s02_a02_r01", name, cfg)
-        outs[win] = {k: v for k, v in arrays(DatasetStore.open(url).video("s01s02_a02_r01")).items()
-                     if k.startswith("pose/")}
+        entry = DatasetStore.open(url).video("s01s02_a02_r01")
+        outs[win] = {k: v for k, v in arrays(entry).items() if k.startswith("pose/")}
+        # the avatars an average frame shows, as status reports it: the posed tracks' valid frames
+        valid = sum(int(v.sum()) for k, v in outs[win].items() if k.endswith("/valid"))
+        assert entry.metrics()["avatars_per_frame"] == pytest.approx(valid / 20)
     assert outs[64]["pose/instances"].any()  # someone was found
+    assert 0 < DatasetStore.open(str(tmp_path / "w64.zarr")).video("s01s02_a02_r01").metrics()["avatars_per_frame"]
     assert outs[5].keys() == outs[64].keys()
     for k, v in outs[64].items():
         np.testing.assert_array_equal(outs[5][k], v, err_msg=k)
@@ -485,6 +489,12 @@ def test_a_pose_computed_before_a_privacy_fix_is_recomputed(tiny_anonymized, tmp
     e, cfg = _record_from_older_code(tiny_anonymized, url, "pose4d", "_privacy")
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "done"
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "skipped"
+    from anonymask.models.shared.body.tracks_io import read_tracks
+
+    e = DatasetStore.open(url).video(e.video_id)
+    tracks, _ = read_tracks(e, "pose")
+    shown = sum(int(tr.valid.sum()) for tr in tracks) / e.num_frames
+    assert shown > 0 and e.metrics()["avatars_per_frame"] == pytest.approx(shown)  # what status shows
 
 
 def test_segment_does_not_reach_across_a_cut(tiny_anonymized, tmp_path):
