@@ -2,7 +2,8 @@
 
 python scripts/footage_variants.py SRC_ROOT DST_ROOT KINDS IDS   (KINDS comma-separated; IDS comma-separated or all)
 kinds: mirdim (mirrored + dim light, gamma 1.6 x 0.55), crf35 (heavy compression at the source),
-sensor (Gaussian sensor noise sigma 4 grey levels), pm1 (uniform integer noise in {-1,0,1}, lossless).
+sensor (Gaussian sensor noise sigma 4 grey levels), pm1 (uniform integer noise in {-1,0,1}, written
+RGB-lossless: every decoded sample is the source's, +-1 exactly).
 """
 
 import json
@@ -51,7 +52,10 @@ for v in doc["videos"]:
             f = np.clip(f.astype(np.float32) + rng.normal(0, 4.0, f.shape), 0, 255).round().astype(np.uint8)
         elif kind == "pm1":
             f = np.clip(f.astype(np.int16) + rng.integers(-1, 2, f.shape), 0, 255).astype(np.uint8)
-            opts = {"crf": 0, "preset": "medium", "options": {"threads": "1", "qp": "0"}}
+            # exact: RGB lossless (libx264rgb, qp 0). A yuv420p file, even at qp 0, changes the
+            # pixels by more than the noise (chroma subsampling and the colour conversion)
+            opts = {"crf": 0, "preset": "medium", "codec": "libx264rgb", "pix_fmt": "rgb24",
+                    "options": {"threads": "1", "qp": "0"}}
         vid = f"{v['video_id']}_{kind}"
         write_mp4(dst / "videos" / f"{vid}.mp4", f, doc["fps"], **opts)
         np.savez_compressed(dst / "gt" / f"{vid}.npz", **g)
