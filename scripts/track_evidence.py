@@ -110,13 +110,14 @@ def _landmark_roi(d, min_conf: float):
 def tracks_present(store: str, video: str) -> dict:
     from anonymask.models.shared.body.tracks_io import read_tracks
     from anonymask.storage.store import DatasetStore
+    from anonymask.tasks.pose4d import avatars_per_frame
 
     entry = DatasetStore.open(store).video(video)
     tracks, _ = read_tracks(entry, "pose")
     t_len = int(entry.array("raw").shape[0])
     m = entry.metrics()
     return {"video": video, "frames": t_len, "tracks": len(tracks),
-            "tracks_per_frame": float(sum(int(np.asarray(tr.valid).sum()) for tr in tracks)) / t_len,
+            "tracks_per_frame": avatars_per_frame(tracks, t_len),
             **{k: m[k] for k in ("verify_rejected", "verify_rejected_frames") if k in m}}
 
 

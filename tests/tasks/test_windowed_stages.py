@@ -193,7 +193,7 @@ def test_pose4d_window_does_not_change_tracks(tmp_path):
         valid = sum(int(v.sum()) for k, v in outs[win].items() if k.endswith("/valid"))
         assert entry.metrics()["avatars_per_frame"] == pytest.approx(valid / 20)
     assert outs[64]["pose/instances"].any()  # someone was found
-    assert 0 < DatasetStore.open(str(tmp_path / "w64.zarr")).video("s01s02_a02_r01").metrics()["avatars_per_frame"]
+    assert entry.metrics()["avatars_per_frame"] > 0  # (the window-64 store, the loop's last)
     assert outs[5].keys() == outs[64].keys()
     for k, v in outs[64].items():
         np.testing.assert_array_equal(outs[5][k], v, err_msg=k)
@@ -483,14 +483,13 @@ def test_a_store_of_the_old_layout_is_recomputed(tiny_anonymized, tmp_path):
 def test_a_pose_computed_before_a_privacy_fix_is_recomputed(tiny_anonymized, tmp_path):
     """pose4d's record from before its privacy version (people the older code left visible) is
     not trusted: pose4d runs again, then is skipped."""
+    from anonymask.models.shared.body.tracks_io import read_tracks
     from anonymask.tasks.common import execute_stage
 
     url = str(tmp_path / "p.zarr")
     e, cfg = _record_from_older_code(tiny_anonymized, url, "pose4d", "_privacy")
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "done"
     assert execute_stage(url, e.video_id, "pose4d", cfg)["status"] == "skipped"
-    from anonymask.models.shared.body.tracks_io import read_tracks
-
     e = DatasetStore.open(url).video(e.video_id)
     tracks, _ = read_tracks(e, "pose")
     shown = sum(int(tr.valid.sum()) for tr in tracks) / e.num_frames
