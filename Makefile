@@ -15,7 +15,7 @@ export ANONYMASK_DATA ?= $(CURDIR)/data
 
 setup: $(STAMP)
 
-$(STAMP): scripts/setup.sh pyproject.toml requirements/base.txt requirements/constraints.txt requirements/nodeps.txt
+$(STAMP): scripts/setup.sh pyproject.toml requirements/base.txt requirements/constraints.txt requirements/nodeps.txt requirements/agpl.txt
 	TORCH=$(TORCH) bash scripts/setup.sh
 	$(PY) -c "from anonymask.cli.prefect_startup import ready_for_flows; ready_for_flows()"
 	touch $(STAMP)

@@ -28,13 +28,15 @@ from anonymask.core.errors import SettingsError, did_you_mean, settings_problems
 #: modules that declare each kind's backends (imported the first time the kind is asked for)
 DECLARED_IN: dict[str, tuple[str, ...]] = {
     "pose4d": ("anonymask.models.anonymizer.pose.backends",),
-    "person_detector": ("anonymask.models.anonymizer.pose.people", "anonymask.models.anonymizer.pose.rcnn"),
+    "person_detector": ("anonymask.models.anonymizer.pose.people", "anonymask.models.anonymizer.pose.rcnn",
+                        "anonymask.models.anonymizer.pose.yolo"),
     "segment": ("anonymask.models.anonymizer.segment.backends",),
     "inpaint": ("anonymask.models.anonymizer.inpaint.backends", "anonymask.models.anonymizer.inpaint.aligned",
                 "anonymask.models.anonymizer.inpaint.propainter"),
     "refine": ("anonymask.models.anonymizer.refine.backends",),
     "conditions": ("anonymask.models.anonymizer.refine.backends",),
-    "audit": ("anonymask.models.anonymizer.audit.detectors", "anonymask.models.anonymizer.audit.fcos"),
+    "audit": ("anonymask.models.anonymizer.audit.detectors", "anonymask.models.anonymizer.audit.fcos",
+              "anonymask.models.anonymizer.audit.yolo"),
 }
 
 

@@ -40,8 +40,11 @@ def _outputs(fr: np.ndarray) -> dict[str, np.ndarray]:
     def paint_frame(t, d, tid):
         paint(labels[t], prob[t], d, tid)
 
+    def relabel_frame(t, old, new):
+        labels[t][labels[t] == old + 1] = new + 1
+
     io = PoseInputs("video", "video", (t_len, h, w), lambda: ((a, fr[a : a + 16]) for a in range(0, t_len, 16)),
-                    lambda a, b: fr[a:b], instance_outputs=lambda: (write, paint_frame))
+                    lambda a, b: fr[a:b], instance_outputs=lambda: (write, paint_frame, relabel_frame))
     res = get_backend("pose4d", "mediapipe").create({}).estimate(io)
     arrays = {k.replace("/", "_"): v for k, v in res.arrays.items()}
     for i, tr in enumerate(res.tracks):

@@ -50,5 +50,6 @@ fi
 export PIP_CONSTRAINT=$PWD/$CONSTRAINTS
 $PIP install -q -r "$BASE"
 $PIP install -q --no-deps -r requirements/nodeps.txt
+$PIP install -q --no-deps -r requirements/agpl.txt
 $PIP install -q --no-deps -e .
 echo "setup: done ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -53,7 +53,7 @@ def run(entry: VideoEntry, cfg: Pose4dSettings, w: StageWriter) -> None:
             labels[t0 : t0 + len(lab)] = lab
             prob[t0 : t0 + len(p)] = np.clip(np.rint(p * 255), 0, 255).astype(np.uint8)
 
-        return write_window, painter[0].paint
+        return write_window, painter[0].paint, painter[0].relabel
 
     io = PoseInputs(
         video_id=entry.video_id, source=str(entry.info.path or entry.video_id), shape=(t_len, h, wd),
@@ -94,7 +94,8 @@ def study_inputs(entry: VideoEntry, window: int):
     t_len, h, wd = (int(x) for x in raw.shape[:3])
     return PoseInputs(video_id=entry.video_id, source=entry.video_id, shape=(t_len, h, wd),
                       windows=lambda: frame_windows(entry, window=window), read_frames=lambda a, b: np.asarray(raw[a:b]),
-                      instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None)),
+                      instance_outputs=lambda: ((lambda t0, labels, prob: None), (lambda t, d, tid: None),
+                                                        (lambda t, old, new: None)),
                       shots=video_shots(entry))
 
 
@@ -111,9 +112,8 @@ class _BlockPainter:
         self._span: tuple[int, int] | None = None
         self._lab = self._p = None
 
-    def paint(self, t: int, d, tid: int) -> None:
-        from anonymask.models.anonymizer.pose.discover import paint
-
+    def _load(self, t: int) -> int:
+        """Frame ``t``'s index in the loaded block (its block loaded, the last one written back)."""
         a = (t // self.block) * self.block
         if self._span is None or self._span[0] != a:
             self.flush()
@@ -121,10 +121,21 @@ class _BlockPainter:
             self._span = (a, b)
             self._lab = np.asarray(self.labels[a:b])
             self._p = np.asarray(self.prob[a:b]).astype(np.float32) / 255.0
-        k = t - a
+        return t - a
+
+    def paint(self, t: int, d, tid: int) -> None:
+        from anonymask.models.anonymizer.pose.discover import paint
+
+        k = self._load(t)
         lab, p = self._lab[k], self._p[k]
         paint(lab, p, d, tid)
         self._p[k] = np.clip(np.rint(p * 255), 0, 255) / 255.0
+
+    def relabel(self, t: int, old: int, new: int) -> None:
+        """Frame ``t``'s pixels of raw track ``old`` now belong to raw track ``new`` (a split track)."""
+        k = self._load(t)
+        lab = self._lab[k]
+        lab[lab == old + 1] = new + 1
 
     def flush(self) -> None:
         if self._span is None:

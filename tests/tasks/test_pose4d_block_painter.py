@@ -56,3 +56,25 @@ def test_block_painting_gives_the_arrays_of_frame_by_frame_painting(tmp_path):
     assert np.array_equal(np.asarray(labels[:]), ref_lab)
     assert np.array_equal(np.asarray(prob[:]), ref_p)
     assert not np.array_equal(ref_lab, lab0)  # the paints changed something
+
+
+def test_a_relabel_moves_one_raw_ids_pixels_of_one_frame(tmp_path):
+    """A track split after discovery (models/anonymizer/pose/second_detector.py): its moved frames'
+    pixels take the new id, in those frames only, and the prob array is untouched."""
+    rng = np.random.default_rng(1)
+    g = zarr.open_group(str(tmp_path / "p.zarr"), mode="w")
+    labels = g.create_array("lab", shape=(T, H, W), dtype=np.uint16, chunks=(16, H, W), shards=(32, H, W))
+    prob = g.create_array("prob", shape=(T, H, W), dtype=np.uint8, chunks=(16, H, W), shards=(32, H, W))
+    lab0 = rng.integers(0, 4, (T, H, W)).astype(np.uint16)
+    p0 = rng.integers(0, 256, (T, H, W)).astype(np.uint8)
+    labels[:], prob[:] = lab0, p0
+    painter = _BlockPainter(labels, prob)
+    for t in (10, 50, 11):  # raw id 1 (label 2) -> raw id 6 (label 7) in these frames, across blocks
+        painter.relabel(t, 1, 6)
+    painter.flush()
+    want = lab0.copy()
+    for t in (10, 11, 50):
+        want[t][want[t] == 2] = 7
+    assert np.array_equal(np.asarray(labels[:]), want)
+    assert np.array_equal(np.asarray(prob[:]), p0)
+    assert (want == 7).sum() == sum((lab0[t] == 2).sum() for t in (10, 11, 50)) > 0

@@ -128,6 +128,11 @@ class TemporalMedianInpainter:
     pixels with 1 and with 5).
     ``grow_unseen`` dilates that region before filling, so the fill does not start from a pixel
     next to it (often a mask edge that still holds some person colour).
+    ``source_margin`` (px, 0: off): a pixel within this distance of a frame's hole is not a sample
+    of the median in that frame. Where a person stands long in one place, the pixels just outside
+    their mask are often theirs (a shoe's edge the margin missed, frame after frame), and the median
+    of a window then copied them into the hole of every frame (docs/RESULTS.md, search
+    ``source_margin``). Only what is taken from changes: the hole pasted is the hole.
     """
 
     #: a pixel must show the same place in every frame (tasks/inpaint.py swaps the backend for
@@ -141,17 +146,26 @@ class TemporalMedianInpainter:
         block_rows: int = 32,
         grow_unseen: Annotated[int, Field(ge=0)] = 5,
         min_support: Annotated[int, Field(ge=1)] = 5,
+        source_margin: Annotated[int, Field(ge=0)] = 0,
     ):
         self.method = _method(method)
         self.radius = int(radius)
         self.block_rows = int(block_rows)
         self.grow_unseen = int(grow_unseen)
         self.min_support = max(1, int(min_support))
+        self.source_margin = int(source_margin)
+
+    def sources_hidden(self, hole: np.ndarray) -> np.ndarray:
+        """(T,H,W) bool: the pixels not taken as samples: the hole grown by ``source_margin``."""
+        if self.source_margin <= 0:
+            return hole
+        k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * self.source_margin + 1,) * 2)
+        return np.stack([cv2.dilate(f.astype(np.uint8), k).astype(bool) for f in hole])
 
     def background(self, video: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The clip's static background image (H,W,3) uint8 and where it is made up (H,W) bool."""
         video, hole = _check(video, mask)
-        bg, count = masked_temporal_median(video, hole, self.block_rows)
+        bg, count = masked_temporal_median(video, self.sources_hidden(hole), self.block_rows)
         return self._fill_unseen(bg, count < self.min_support)
 
     def inpaint(self, video: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -193,13 +207,14 @@ class TemporalMedianInpainter:
         idx = np.unique(np.linspace(0, t_len - 1, min(sample_frames, t_len)).round().astype(int))
         picks = [read(int(t), int(t) + 1) for t in idx]
         g_bg, g_count = masked_temporal_median(np.concatenate([p[0] for p in picks]),
-                                               np.concatenate([as_bool(p[1]) for p in picks]), self.block_rows)
+                                               self.sources_hidden(np.concatenate([as_bool(p[1]) for p in picks])),
+                                               self.block_rows)
         del picks
         for t0 in range(0, t_len, window):
             t1 = min(t_len, t0 + window)
             a0, a1 = max(0, t0 - context), min(t_len, t1 + context)
             video, hole = _check(*read(a0, a1))
-            bg, count = masked_temporal_median(video, hole, self.block_rows)
+            bg, count = masked_temporal_median(video, self.sources_hidden(hole), self.block_rows)
             local_unseen = count < self.min_support
             bg[local_unseen] = g_bg[local_unseen]
             bg, made = self._fill_unseen(bg, local_unseen & (g_count < self.min_support))

@@ -46,8 +46,8 @@ class PoseInputs:
     shape: tuple[int, int, int]  # (T, H, W)
     windows: Callable[[], Iterator[tuple[int, np.ndarray]]]  # (t0, frames) in order
     read_frames: Callable[[int, int], np.ndarray]
-    #: () -> (write_window(t0, labels, prob), paint_frame(t, detection, track id)); creates the
-    #: per-frame outputs ``pose/instances`` and ``pose/person_prob``
+    #: () -> (write_window(t0, labels, prob), paint_frame(t, detection, track id), relabel_frame(t, old
+    #: raw id, new raw id)); creates the per-frame outputs ``pose/instances`` and ``pose/person_prob``
     instance_outputs: Callable[[], tuple[Callable[..., None], Callable[..., None]]] | None = None
     gt_tracks: Callable[[], tuple[list, Any]] | None = None  # ground truth (synthetic data)
     skeleton: str | None = None  # NTU's .skeleton file
@@ -110,9 +110,10 @@ class MediapipePose:
 
         if io.instance_outputs is None:
             raise ValueError(f"{io.video_id}: pose4d backend 'mediapipe' needs somewhere to write instance masks")
-        write_window, paint_frame = io.instance_outputs()
+        write_window, paint_frame, relabel_frame = io.instance_outputs()
         common = dict(detector=get_detector(self.detector, **self.detector_options), camera=None, source=io.source,
-                      write_window=write_window, read_frames=io.read_frames, paint_frame=paint_frame)
+                      write_window=write_window, read_frames=io.read_frames, paint_frame=paint_frame,
+                      relabel_frame=relabel_frame)
         if not (io.shots and len(io.shots) > 1):
             common["discovery"] = None  # built from the settings
         try:

@@ -568,6 +568,12 @@ class PersonDiscovery:
 _NO_MASK = np.zeros((0, 0), np.float32)
 
 
+def new_track(tid: int) -> _Track:
+    """An empty raw track ``tid`` for a pass after discovery that splits one (models/anonymizer/pose/second_detector.py):
+    only its frames are read from then on, not its follow state."""
+    return _Track(tid)
+
+
 def entry_sides(tr: _Track, first: int, frames: int) -> np.ndarray:
     """Which borders (left, top, right, bottom) a late track's person moves away from over its
     first ``frames`` frames: the sides they may have come in through. From the box edges' motion:

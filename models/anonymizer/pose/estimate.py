@@ -8,8 +8,8 @@ Camera: principal point at the centre, focal length from an assumed horizontal f
 (datasets rarely ship intrinsics for their RGB videos).
 
 Person discovery is a sequence of named passes over :class:`~anonymask.models.anonymizer.pose.records.Person`
-records (:func:`estimate_people` reads as the list): discover, backfill, verify, associate, fit,
-bridge, faces; on a dim shot they all read it brightened (models/anonymizer/pose/exposure.py). Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
+records (:func:`estimate_people` reads as the list): discover, backfill, second detector (opt-in),
+verify, associate, fit, bridge, faces; on a dim shot they all read it brightened (models/anonymizer/pose/exposure.py). Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
 diagnostics to :class:`~anonymask.models.anonymizer.pose.records.PoseDiagnostics`.
 """
 
@@ -76,7 +76,7 @@ def fit_config(settings: FitSettings) -> FitConfig:
 
 def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarray, settings: MediapipePoseSettings,
                     *, detector, camera: Camera | None, source: str, write_window, read_frames, paint_frame,
-                    discovery) -> PoseResult:
+                    relabel_frame, discovery) -> PoseResult:
     """Every person in a video (or shot), streamed over frame windows, as SMPL-H tracks.
 
     ``windows`` yields (t0, frames (n,H,W,3) uint8) in order; ``write_window(t0, labels (n,H,W)
@@ -84,7 +84,9 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     probability of each window (None: not kept). Nothing here holds more than one window of
     frames. ``read_frames(a, b)`` re-reads frames for the passes that look back (backfill,
     bridge's follow, faces; None: they are skipped); ``paint_frame(t, detection, raw id)`` draws a
-    person they add into frame t's labels (None: not kept). ``discovery``: a ready
+    person they add into frame t's labels (None: not kept); ``relabel_frame(t, old, new)`` moves a raw
+    track's pixels of frame t to another raw id (a track split by the second detector; None: not
+    kept). ``discovery``: a ready
     ``PersonDiscovery`` (tests), or None: built from ``settings.discover`` with ``detector``.
 
     Every person found is replaced, never only erased (issue 8 item 2): a person seen too
@@ -103,8 +105,11 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     discover(disc, windows, write_window)
     if read_frames is not None and settings.discover.backfill:
         backfill(disc, read_frames, t_len, paint_frame)
+    unconfirmed = second_detector(disc, read_frames, t_len, settings, diag, relabel_frame)
     raw_boxes = disc.track_boxes(t_len)  # (T,4) per raw track: 16 bytes a frame
-    rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag, read_frames)
+    rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag, read_frames) | unconfirmed
+    for i in unconfirmed:
+        raw_boxes[i][:] = np.nan
     people = associate(disc, raw_boxes, rejected, (h, w), settings, diag)
     fit_people(people, rest_joints, camera, settings, t_len)
     bridge(people, raw_boxes, (h, w), settings, read_frames)
@@ -130,6 +135,27 @@ def backfill(disc, read_frames, t_len: int, paint_frame) -> None:
     for t, d, tid in disc.backfill(read_frames, t_len):
         if paint_frame is not None:
             paint_frame(t, d, tid)
+
+
+def second_detector(disc, read_frames, t_len: int, settings: MediapipePoseSettings, diag: PoseDiagnostics,
+                    relabel_frame) -> set[int]:
+    """Pass 3 (opt-in, ``verify.second_detector.backend``): an independent whole-body detector looks at
+    every track every few frames (models/anonymizer/pose/second_detector.py); a long run of a track's
+    frames where it sees no person is split off and dropped, a kept stretch after it becomes a
+    raw track of its own. Returns the dropped raw ids (verify adds them to its rejected)."""
+    cfg = settings.verify.second_detector
+    if cfg.backend == "none" or read_frames is None or not settings.verify.enabled:
+        return set()
+    from anonymask.models.anonymizer.pose.discover import new_track
+    from anonymask.models.anonymizer.pose.second_detector import sample_confirmations, split_unconfirmed
+    from anonymask.models.anonymizer.pose.yolo import YoloPersons
+
+    samples = sample_confirmations(disc.tracker.tracks, read_frames, t_len, cfg, YoloPersons(cfg, None))
+    dropped, frames = split_unconfirmed(disc.tracker.tracks, new_track, samples, cfg.min_run_frames, relabel_frame)
+    diag.second_samples = sum(len(v) for v in samples.values())
+    diag.second_confirmed = sum(ok for v in samples.values() for _, ok in v)
+    diag.second_dropped, diag.second_dropped_frames = len(dropped), frames
+    return dropped
 
 
 def verify(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], t_len: int, settings: MediapipePoseSettings,
@@ -337,7 +363,7 @@ def _body():
 
 def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int, int], rest_joints: np.ndarray,
                             settings: MediapipePoseSettings, *, detector, camera: Camera | None, source: str,
-                            write_window, read_frames, paint_frame, block: int) -> PoseResult:
+                            write_window, read_frames, paint_frame, relabel_frame, block: int) -> PoseResult:
     """:func:`estimate_people` on each shot [start, stop) of a video as if it were a video of its
     own (models/shared/shots.py: nobody is followed, held, linked, backfilled or extended across a cut),
     merged into one result over the whole video; ``block``: frames read at a time. Raw track ids
@@ -362,10 +388,15 @@ def estimate_people_by_shot(shots: list[tuple[int, int]], shape: tuple[int, int,
             if paint_frame is not None:
                 paint_frame(a + t, d, tid + off)
 
+        def shot_relabel(t, old, new, a=a, off=raw_off):
+            if relabel_frame is not None:
+                relabel_frame(a + t, old + off, new + off)
+
         try:
             res = estimate_people(windows(), (b - a, h, w), rest_joints, settings, detector=detector, camera=camera,
                                   source=source, write_window=shot_write, discovery=None,
-                                  read_frames=lambda x, y, a=a: read_frames(a + x, a + y), paint_frame=shot_paint)
+                                  read_frames=lambda x, y, a=a: read_frames(a + x, a + y), paint_frame=shot_paint,
+                                  relabel_frame=shot_relabel)
         except NoPersonError as err:
             # nobody here; its frames were written as it streamed: labels of tracks the
             # verification pass rejected keep their raw ids, which map to REJECTED_TRACK

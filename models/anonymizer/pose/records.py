@@ -59,6 +59,10 @@ class PoseDiagnostics:
     verify_rejected: int | None = None  # raw tracks the verification pass dropped (None: pass off)
     verify_rejected_frames: int | None = None  # their frames
     verify_scene: int | None = None  # of those, rejected because their box shows the scene (scene_match.py)
+    second_samples: int | None = None  # track samples the second detector looked at (None: pass off)
+    second_confirmed: int | None = None  # of those, where it saw the track's person
+    second_dropped: int | None = None  # runs of a track it saw no person in for long, dropped (second_detector.py)
+    second_dropped_frames: int | None = None  # their frames
     people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
 
     def merge(self, other: PoseDiagnostics) -> None:
@@ -69,7 +73,7 @@ class PoseDiagnostics:
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
         for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames",
-                     "verify_scene"):
+                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
         self.exposure_gain = max(self.exposure_gain, other.exposure_gain)
@@ -95,7 +99,7 @@ class PoseDiagnostics:
                 out[f"track{i}_reproj"] = float(reproj)
         out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
         for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "shots", "verify_rejected", "verify_rejected_frames",
-                     "verify_scene"):
+                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames"):
             if getattr(self, name) is not None:
                 out[name] = float(getattr(self, name))
         return out

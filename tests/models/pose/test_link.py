@@ -33,7 +33,7 @@ def test_a_walker_lost_behind_a_counter_is_linked_to_the_track_that_finds_them_a
 
 
 #: no frames to re-read and nowhere to write labels: the passes after discovery only
-_IO = dict(detector=None, camera=None, source="walk.mp4", write_window=None, read_frames=None, paint_frame=None)
+_IO = dict(detector=None, camera=None, source="walk.mp4", write_window=None, read_frames=None, paint_frame=None, relabel_frame=None)
 
 
 class _FakeDiscovery:

@@ -41,7 +41,7 @@ def test_mediapipe_backend_on_real_video(body, pose_settings):
     settings = pose_settings(**{"fit.iterations": 60, "discover.tiles": True, "discover.keyframe_every": 2})
     res = estimate_people([(0, frames[:2]), (2, frames[2:])], frames.shape[:3], body.rest_joints(), settings,
                           detector=PeopleDetector(), camera=None, source="demo.mp4", write_window=write,
-                          read_frames=None, paint_frame=None, discovery=None)
+                          read_frames=None, paint_frame=None, relabel_frame=None, discovery=None)
     seconds = time.perf_counter() - start
     assert sorted(written) == [0, 2] and written[0][0].shape == (2,) + frames.shape[1:3]
     assert len(res.tracks) >= 1
@@ -81,7 +81,7 @@ def test_nobody_is_carried_across_a_cut(body, pose_settings):
     empty = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 256, people.shape[1:], np.uint8), (31, 31), 9)
     frames = np.concatenate([people, np.stack([empty] * 3), people[::-1]])  # people, nobody, people
     settings = pose_settings(**{"fit.iterations": 20, "scan.enabled": False})
-    opts = dict(detector=PeopleDetector(), camera=None, source="cut.mp4", paint_frame=None)
+    opts = dict(detector=PeopleDetector(), camera=None, source="cut.mp4", paint_frame=None, relabel_frame=None)
     labels = np.zeros(frames.shape[:3], np.uint16)
 
     def write(t0, lab, prob):

@@ -9,7 +9,7 @@ import pytest
 
 from anonymask.config.stages import validate_stage
 from anonymask.core.errors import SettingsError
-from anonymask.models.anonymizer.pose import bridge, estimate, exposure, face_people, faces, scan
+from anonymask.models.anonymizer.pose import bridge, estimate, exposure, face_people, faces, scan, second_detector, yolo
 from anonymask.models.anonymizer.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
 from anonymask.models.anonymizer.pose.link import link_tracks
 from anonymask.models.anonymizer.pose.settings import RENAMED, MediapipePoseSettings, PassSettings
@@ -23,6 +23,8 @@ PASSES = [
     PersonDiscovery.__init__, OnlineTracker.__init__, faces.unexplained_faces, faces.FaceFinder.__init__,
     faces.FaceBodyMask.__init__, faces.FaceBodyMask.confirms, scan.PoseScanner.__init__, scan.PersonEvidence.__init__,
     scan.PersonEvidence.ok, exposure.brightened, exposure.shot_gain, exposure.sample_frames,
+    estimate.second_detector, yolo.YoloPersons.__init__, second_detector.sample_confirmations,
+    second_detector.split_unconfirmed, second_detector.unconfirmed_spans, second_detector.confirms,
 ]
 
 
@@ -59,6 +61,7 @@ ALLOWED_DEFAULTS = {
     "backends.MediapipePose.__init__": "a registered backend: its signature is its validated settings",
     "backends.NtuSkeletonPose.__init__": "a registered backend: its signature is its validated settings",
     "people.PeopleDetector.__init__": "a registered person detector: its signature is pose4d.detector_options",
+    "yolo.YoloPeopleDetector.__init__": "a registered person detector: its signature is pose4d.detector_options",
     "fit._Adam.__init__": "eps: the optimiser's guard against dividing by zero, not a threshold",
 }
 

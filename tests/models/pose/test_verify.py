@@ -148,7 +148,7 @@ def _estimate(body, t_len, verify):
     tree["verify"] = (verify or VerifySettings(enabled=False)).model_dump()
     return estimate_people([(0, frames)], (t_len, *HW), body.rest_joints(), MediapipePoseSettings.model_validate(tree),
                            detector=None, camera=None, source="walk.mp4", write_window=None, read_frames=None,
-                           paint_frame=None, discovery=_FakeDiscovery(_tracks(t_len)))
+                           paint_frame=None, relabel_frame=None, discovery=_FakeDiscovery(_tracks(t_len)))
 
 
 def test_estimate_people_drops_a_rejected_track_and_the_off_switch_keeps_the_old_set(body):

