@@ -101,7 +101,8 @@ def format_margin(margin: dict[str, Any] | None) -> str:
 
 #: pose4d's diagnostics shown beside the number of people: (metric, label)
 PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"),
-                  ("begun_on_someone", "found twice"), ("verify_rejected", "not people"))
+                  ("begun_on_someone", "found twice"), ("verify_rejected", "not people"),
+                  ("second_dropped", "stretches nobody in"))
 
 
 def format_people(metrics: dict[str, Any]) -> str:
@@ -155,7 +156,8 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
         out.append("people: avatars pose4d made (box: seen too briefly to pose, a neutral avatar in their box; "
                    "face: face-anchored; linked: raw tracks joined into one person; found twice: tracks that "
                    "began on someone already followed, linked to nobody before them; not people: tracks the "
-                   "verification pass dropped; dim: a dim shot the person models saw brightened, by this gain; "
+                   "verification pass dropped; stretches nobody in: parts of tracks the second detector "
+                   "(pose4d.verify.second_detector, opt-in) saw no person in for long, dropped; dim: a dim shot the person models saw brightened, by this gain; "
                    "a frame: avatars an average frame shows, more than the people in view means avatars on "
                    "clutter)")
     if any(row.get("audit_margin") for row in report["videos"]):
