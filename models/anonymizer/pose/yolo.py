@@ -117,7 +117,8 @@ class YoloPeopleDetector(RCNNPeopleDetector):
                  input_px: Annotated[int, Field(ge=32)] = 640,
                  landmark_iou: Annotated[float, Field(ge=0.0, le=1.0)] = 0.3, roi=None):
         """``min_score``: YOLO's person confidence (the people of the project's real footage score
-        0.75-0.93, its clutter under 0.2: docs/RESULTS.md); ``landmark_iou``: as for the R-CNN."""
+        0.75-0.93, its clutter under 0.2, but a cat's face filling the frame 0.59: docs/RESULTS.md);
+        ``landmark_iou``: as for the R-CNN."""
         self.persons = YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,
                                                           input_px=input_px), None)
         self.min_score, self.landmark_iou, self._roi = float(min_score), float(landmark_iou), roi
