@@ -350,7 +350,9 @@ class InpaintSettings(StageSettings):
 
 declare_stage(StageDeclaration(
     "inpaint", InpaintSettings, run="anonymask.tasks.inpaint:run", deps=("ingest", "segment"),
-    privacy_version=2,  # 2: the opencv backend no longer returns a frame that is all hole unchanged
+    # 2: the opencv backend no longer returns a frame that is all hole unchanged; 3: a video over
+    # PERSON_FREE_MAX_BYTES gets its fill_coincident too (before: none, the audit counted every pixel)
+    privacy_version=3,
     layout_version=2,  # 2: fill_made_up, the hole pixels the fill made up (the audit reads it)
 ))
 

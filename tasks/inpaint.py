@@ -19,8 +19,9 @@ pixels whose fill is the same (within ``COINCIDENT_TOL`` grey levels) either way
 did not cause. A spatial fill can match a person's colour by chance (a grey floor next to grey
 trousers) without ever seeing them; the audit's ground-truth check does not count those pixels as
 a person shown (models/anonymizer/audit/ground_truth.py). Metric ``fill_coincident_share`` (of hole pixels).
-``person_free_check: false`` skips that second fill (the audit then counts every such pixel), and
-so does a video longer than ``PERSON_FREE_MAX_BYTES`` of frames (that fill is held in memory).
+``person_free_check: false`` skips that second fill (the audit then counts every such pixel). The
+second fill waits for the real one in memory, or, past ``PERSON_FREE_MAX_BYTES`` of frames, in a
+temporary file (a 5-minute synthetic video: memory stays bounded and the check still runs).
 
 ``fill_made_up`` (T,H,W) bool marks the hole pixels the backend made up: filled spatially because
 no frame it may draw from shows that place without a person (models/anonymizer/inpaint/backends.py);
@@ -40,9 +41,26 @@ from anonymask.storage.windows import video_shots
 #: grey levels (any channel) within which the fill without the person is the same fill
 COINCIDENT_TOL = 3
 #: the person-free fill of a shot is held in memory until the real fill reaches it: videos whose
-#: frames take more than this are not checked (the audit then counts every pixel that looks shown),
-#: so the scaling runs' long synthetic videos keep the stage's memory bounded
+#: frames take more than this wait on disk, in a temporary file, rather than in memory: the
+#: scaling runs' long synthetic videos keep the stage's memory bounded
 PERSON_FREE_MAX_BYTES = 512 * 2**20
+
+
+@contextlib.contextmanager
+def person_free_buffer(shape: tuple[int, ...]):
+    """(T,H,W,3) uint8 frames for the person-free fill: in memory up to ``PERSON_FREE_MAX_BYTES``,
+    else a memory-mapped temporary file, removed afterwards."""
+    if int(np.prod(shape)) <= PERSON_FREE_MAX_BYTES:
+        yield np.zeros(shape, np.uint8)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="anonymask-person-free-") as tmp:
+        buf = np.lib.format.open_memmap(f"{tmp}/fill.npy", mode="w+", dtype=np.uint8, shape=tuple(shape))
+        try:
+            yield buf
+        finally:
+            del buf
 
 
 # declared in config/stages.py (settings, deps, versions)
@@ -67,8 +85,6 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
         frames[m] = np.broadcast_to(bg, frames.shape)[m]
         return frames, h
 
-    # t0 -> the person-free frames' fill, one shot at a time (synthetic videos are short)
-    person_free: dict[int, np.ndarray] = {}
     coincident_px = [0, 0]
     made_px = [0, 0]
 
@@ -80,7 +96,7 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
         made_px[0] += int(made.sum())
         made_px[1] += int(h.sum())
         if coincident is not None:
-            alt = person_free.pop(t0)
+            alt = person_free[t0 : t0 + len(frames)]
             same = h & (np.abs(frames.astype(np.int16) - alt).max(-1) <= COINCIDENT_TOL)
             coincident.write(same)
             coincident_px[0] += int(same.sum())
@@ -94,14 +110,14 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
     backend = stage_backend("inpaint", cfg)
     check = getattr(backend, "still_camera", False) and cfg.moving_camera != "same"
     moving = 0
-    check_fill = (has_gt and entry.has_array("gt/person_mask") and cfg.person_free_check
-                  and int(np.prod(raw.shape)) <= PERSON_FREE_MAX_BYTES)
+    check_fill = has_gt and entry.has_array("gt/person_mask") and cfg.person_free_check
     if not check_fill and "fill_coincident" in entry.group:  # a previous run's: it would excuse this run's fill
         del entry.group["fill_coincident"]
     with contextlib.ExitStack() as outs:
         out = outs.enter_context(w.frames("inpainted", raw.shape[1:], np.uint8, t_len))
         made_out = outs.enter_context(w.frames("fill_made_up", raw.shape[1:3], bool, t_len))
         coincident = outs.enter_context(w.frames("fill_coincident", raw.shape[1:3], bool, t_len)) if check_fill else None
+        person_free = outs.enter_context(person_free_buffer(tuple(raw.shape))) if check_fill else None
         for a, b in video_shots(entry):
             use = backend
             if check:
@@ -113,7 +129,8 @@ def run(entry: VideoEntry, cfg: InpaintSettings, w: StageWriter) -> None:
             stream = dict(context=cfg.context, sample_frames=cfg.sample_frames)
             if coincident is not None:  # the same backend, windows and holes, on the person-free frames
                 inpaint_stream(use, lambda x, y, a=a: read_person_free(a + x, a + y), b - a,
-                               lambda t0, frames, _made=None, a=a: person_free.__setitem__(a + t0, frames),
+                               lambda t0, frames, _made=None, a=a: person_free.__setitem__(
+                                   slice(a + t0, a + t0 + len(frames)), frames),
                                cfg.window, **stream)
             inpaint_stream(use, lambda x, y, a=a: read(a + x, a + y), b - a,
                            lambda t0, frames, made=None, a=a: write(a + t0, frames, made), cfg.window, **stream)

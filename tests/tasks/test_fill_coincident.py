@@ -72,13 +72,25 @@ def test_without_the_person_free_check_nothing_is_excused(tiny_anonymized, tmp_p
     assert e.metrics()["audit_gt_coincident"] == 0.0
 
 
-def test_a_video_too_long_to_hold_its_person_free_fill_is_not_checked(tiny_anonymized, tmp_path, monkeypatch):
-    """The person-free fill waits in memory for the real one: above ``PERSON_FREE_MAX_BYTES`` of
-    frames (the scaling runs' long synthetic videos) the check is skipped, memory stays bounded."""
+def test_a_video_too_long_to_hold_its_person_free_fill_is_checked_from_disk(tiny_anonymized, tmp_path,
+                                                                            monkeypatch):
+    """The person-free fill waits for the real one in memory up to ``PERSON_FREE_MAX_BYTES`` of
+    frames, past it in a temporary file (the 5-minute synthetic video): the same map either way,
+    and no file is left behind."""
+    import tempfile
+
     from anonymask.tasks import inpaint
     from anonymask.tasks.common import execute_stage
 
     url, vid = _copy(tiny_anonymized, tmp_path)
-    monkeypatch.setattr(inpaint, "PERSON_FREE_MAX_BYTES", 1000)
     execute_stage(url, vid, "inpaint", _cfg(min_support=4))  # a changed setting: the stage runs again
-    assert not DatasetStore.open(url).video(vid).has_array("fill_coincident")
+    in_memory = np.asarray(DatasetStore.open(url).video(vid).array("fill_coincident"))
+    url2, _ = _copy(tiny_anonymized, tmp_path / "disk")
+    monkeypatch.setattr(inpaint, "PERSON_FREE_MAX_BYTES", 1000)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))
+    execute_stage(url2, vid, "inpaint", _cfg(min_support=4))
+    on_disk = np.asarray(DatasetStore.open(url2).video(vid).array("fill_coincident"))
+    assert np.array_equal(on_disk, in_memory) and in_memory.any()
+    assert list(spill.iterdir()) == []
