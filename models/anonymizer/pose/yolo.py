@@ -10,6 +10,7 @@ stricter than this project's Apache-2.0, so nothing uses them unless a setting n
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
@@ -101,6 +102,13 @@ class YoloPersons:
         found[:, [1, 3]] += y0
         return found
 
+
+
+@lru_cache(maxsize=2)
+def persons_for(settings: SecondDetectorSettings) -> YoloPersons:
+    """One loaded model per settings for the process: a video cut into shots runs the second
+    detector's pass once a shot, and loading the checkpoint is the slow part."""
+    return YoloPersons(settings, None)
 
 def check_weights(settings: dict) -> None:
     """Before a run (the registry's check): the weights file is there."""
