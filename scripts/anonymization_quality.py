@@ -26,7 +26,7 @@ import numpy as np
 
 KEYS = ("tracks", "fallback_tracks", "face_tracks", "mpjpe_mm", "mask_iou", "removed_ratio", "background_psnr_db",
         "person_leak", "real_leak", "person_fraction", "render_fraction", "replaced_min", "grow_px",
-        "audit_gt_leak", "audit_gt_coincident", "fill_coincident_share", "detections_scan", "detections_search", "detections_hold", "scan_calls", "scan_skipped", "scan_unchanged", "fits_failed")
+        "audit_gt_leak", "audit_gt_coincident", "fill_coincident_share", "detections_scan", "detections_search", "detections_hold", "detections_overruled", "scan_calls", "scan_skipped", "scan_unchanged", "fits_failed")
 
 
 def strip(entry, path: Path) -> None:

@@ -22,8 +22,9 @@ from anonymask.core.registry import register
 
 @register("audit", "yolo", check="anonymask.models.anonymizer.pose.yolo:check_weights")
 class YoloAuditor:
-    """COCO person boxes from YOLO11n-pose (``detect(frame) -> [("body", box, score)]``). The
-    score threshold is the confirmation; :func:`audit_frames` still needs the same place in several
+    """COCO person boxes from YOLO11n-pose (``detect(frame) -> [("body", box, score)]``) that show a
+    body (pose/yolo.py :func:`shows_body`: a face alone is the face detector's finding). The score
+    threshold is the confirmation; :func:`audit_frames` still needs the same place in several
     audited frames."""
 
     def __init__(self, min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,

@@ -5,7 +5,8 @@ Per frame (streamed: frames arrive in windows, nothing holds the whole video):
    previous landmarks (:class:`RoiLandmarker`, MediaPipe's video-mode scheme): no detector needed,
    so a person seen from behind or wearing a face mask is not lost;
 2. the multi-person landmarker (detector + landmarks, :class:`PeopleDetector`) on the full frame
-   every ``detect_every`` frames and whenever a track was lost, to find new people;
+   every ``detect_every`` frames and whenever a track was lost, to find new people; a whole-body
+   detector's box of a followed person also overrules a followed box that slid off them;
 3. on keyframes, overlapping tiles too, for people too small for the full-frame detector; a tile
    detection that is not a duplicate is re-detected on a crop centred on it (a tile cuts people).
 New detections are linked to lost tracks by the Hungarian method on box IoU (constant-velocity
@@ -213,6 +214,7 @@ class PersonDiscovery:
         self.verify = (getattr(self.scanner, "evidence", None) or opinion) if evidence.enabled else None
         self.t = 0
         self.sources = {"track": 0, "frame": 0, "tile": 0, "crop": 0, "scan": 0, "search": 0, "hold": 0}
+        self._frame_found: list[Detection] = []  # the full-frame detector's people in the current frame
 
     def _hold_still_people(self, frame: np.ndarray, t: int, dets: list[Detection]) -> list[int]:
         """Tracks lost in frame t whose person is still there: the visible part of their last mask
@@ -361,7 +363,8 @@ class PersonDiscovery:
         periodic = self.scanner is not None and t % self.scan_every == 0
         vanished = self._vanished(t, w, h) if self.t_len is not None and t == self.t_len - 1 else []
         scan = periodic or (self.scanner is not None and bool(vanished))
-        if not (lost or key or periodic or t % self.detect_every == 0 or not tracked):
+        if not (lost or key or periodic or t % self.detect_every == 0 or not tracked
+                or bool(self._let_go_of_border(t, (h, w)))):
             if not scan:
                 return []
             known = list(tracked)
@@ -370,8 +373,8 @@ class PersonDiscovery:
         known = list(tracked)
         # a detection that holds most of a followed person's mask is that person drawn wrongly
         # (the detector sometimes lays a body over an object next to them), not someone new
-        dets = [d for d in self.detector.detect(frame)
-                if not _known(d, known, s.same) and not any(mask_overlap(o, [d]) > s.drawn_over for o in known)]
+        self._frame_found = self.detector.detect(frame)
+        dets = [d for d in self._frame_found if not self._is_followed(d, known)]
         if key:
             for tile in square_tiles(h, w, self.tile_frac, s.tile_overlap):
                 for d in self.detector.detect_region(frame, *tile, source="tile"):
@@ -413,6 +416,67 @@ class PersonDiscovery:
                      and (periodic or self._vanished_size(d, vanished))]
         return dets
 
+    def _let_go_of_border(self, t: int, hw: tuple[int, int]) -> dict[int, np.ndarray]:
+        """Track id -> (4,) bool, the frame borders (left, top, right, bottom) a followed person's box
+        touched in their previous frame and lets go of in this one; only with a whole-body detector
+        (``whole_body``) and ``detector_over_follow_iou`` > 0. Someone there is entering or leaving, and
+        that is where the landmark model, followed alone, slides off them onto what is beside them
+        (:meth:`_detector_over_follow`): the detector looks in such a frame too."""
+        if self.settings.detector_over_follow_iou <= 0 or not getattr(self.detector, "whole_body", False):
+            return {}
+        edge, out = self.settings.edge, {}
+        for tr in self.tracker.live(t):
+            if tr.last_t == t and tr.prev_box is not None and tr.box is not None:
+                sides = touching_borders(tr.prev_box, hw, edge) & ~touching_borders(tr.box, hw, edge)
+                if sides.any():
+                    out[tr.tid] = sides
+        return out
+
+    def _is_followed(self, d: Detection, followed: list[Detection]) -> bool:
+        """``d`` is someone already followed: the same landmarks, the same pixels, or most of their mask."""
+        s = self.settings
+        return _known(d, followed, s.same) or any(mask_overlap(o, [d]) > s.drawn_over for o in followed)
+
+    def _detector_over_follow(self, t: int, hw: tuple[int, int], tracked: list[Detection], tracked_ids: list[int],
+                              by_id: dict, new: list[Detection]) -> list[Detection]:
+        """A followed person whose box let go of a frame border this frame (:meth:`_let_go_of_border`)
+        takes the whole-body detector's detection at that border that overlaps their followed box
+        most (box IoU at least ``match_iou``, under ``detector_over_follow_iou``), and their track
+        follows on from its region. Followed alone, the landmark model slides off someone leaving
+        through a border onto what is beside them and carries their track inwards, where it then
+        ends as if they had stopped there (a cyclist's box moved 60 px inwards over the two frames
+        the detector still boxed him at the border; docs/RESULTS.md). In place, on the detection
+        objects the tracks hold; returns ``new`` without the detections taken."""
+        from dataclasses import fields
+
+        from anonymask.models.anonymizer.pose.roi import roi_from_landmarks
+
+        s = self.settings
+        found, self._frame_found = self._frame_found, []
+        let_go = self._let_go_of_border(t, hw)
+        if not found or not let_go:
+            return new
+        taken = []
+        for o, tid in zip(tracked, tracked_ids):
+            if tid not in let_go:
+                continue
+            others = [p for p in tracked if p is not o]
+            mine = [(box_iou(o.box, d.box), d) for d in found
+                    if (touching_borders(d.box, hw, s.edge) & let_go[tid]).any() and not any(d is x for x in taken)
+                    and not (others and self._is_followed(d, others))]
+            mine = [(iou, d) for iou, d in mine if s.match_iou <= iou < s.detector_over_follow_iou]
+            if not mine:
+                continue
+            d = max(mine, key=lambda c: c[0])[1]
+            for f in fields(Detection):
+                setattr(o, f.name, getattr(d, f.name))
+            tr = by_id[tid]
+            tr.box = o.box.astype(np.float32)
+            tr.roi = getattr(d, "roi_next", None) or roi_from_landmarks(d.kp2d, d.conf, s.region_conf)
+            taken.append(d)
+            self.sources["overruled"] = self.sources.get("overruled", 0) + 1
+        return [d for d in new if not any(d is x or box_iou(d.box, x.box) > s.same.box_iou for x in taken)]
+
     def push(self, frame: np.ndarray) -> FrameOutput:
         from anonymask.models.anonymizer.pose.roi import roi_from_landmarks
 
@@ -422,7 +486,8 @@ class PersonDiscovery:
         by_id = {tr.tid: tr for tr in self.tracker.tracks}
         for d, tid in zip(tracked, tracked_ids):
             by_id[tid].add(t, d)
-        new = self._find(frame, t, tracked, lost)
+        new = self._detector_over_follow(t, (h, w), tracked, tracked_ids, by_id,
+                                         self._find(frame, t, tracked, lost))
         new_ids = self.tracker.update(t, new)
         for d, tid in zip(new, new_ids):
             tr = self.tracker.tracks[tid]

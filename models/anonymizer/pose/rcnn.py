@@ -102,6 +102,10 @@ def coco_to_landmarks(kps: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
 class RCNNPeopleDetector:
     """Same interface as :class:`PeopleDetector` (``detect``, ``detect_region``)."""
 
+    #: finds people by their whole body, independently of the landmark model: discovery lets its box of
+    #: a followed person overrule the landmark model's (DiscoverSettings.detector_over_follow_iou)
+    whole_body = True
+
     def __init__(
         self,
         root: str | os.PathLike | None = None,

@@ -5,9 +5,9 @@ a motorcycle's headlight, a plastic skeleton. Found once, such a phantom is foll
 as long as the clutter stays, and a person who later walks into it is taken over by the same
 track, so dropping whole tracks cannot remove it (docs/RESULTS.md). A whole-body detector trained
 on other data saw the people of the footage measured and, but for a few cases, not that clutter
-(its own blind spots: a person mostly hidden behind an object, a face in close-up, a cat's face it
-takes for a person; docs/RESULTS.md, "a second detector"); what it says is used per stretch of a
-track, not per track:
+(its own blind spots: a person mostly hidden behind an object, a face in close-up; docs/RESULTS.md,
+"a second detector"; a box of it that shows no body, a cat's face, is no person: yolo.py
+:func:`shows_body`); what it says is used per stretch of a track, not per track:
 
 - every ``every``-th frame where a track has a box is a sample; a sample is confirmed when a person
   box of the detector matches the track's box (:func:`confirms`); a small box the full frame cannot

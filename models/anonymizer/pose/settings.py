@@ -139,6 +139,12 @@ class DiscoverSettings(PassSettings):
                                                            "size of one who vanished inside the frame are kept")
     drawn_over: float = Field(0.8, ge=0.0, le=1.0, description="share of a followed person's mask a new detection "
                                                                "holds for it to be that person drawn wrongly")
+    detector_over_follow_iou: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="whole-body detectors only (pose4d.detector yolo, rcnn): a followed person whose box lets go "
+                    "of a frame border takes the detector's detection at that border where the two boxes overlap "
+                    "at IoU under this (and at least match_iou): followed alone, the landmark model slides off "
+                    "someone leaving through a border onto what is beside them (0: never)")
     tile_cut_px: int = Field(2, ge=0, description="px: a tile detection this close to an inner tile border was cut "
                                                   "by the tile")
     crop_scale: float = Field(1.6, ge=1.0, description="crop side / person size when a tile detection is re-detected "
@@ -315,6 +321,17 @@ class SecondDetectorSettings(PassSettings):
     crop_grow: float = Field(2.0, ge=1.0, description="sides of the box the crop around a small box spans (context "
                                                       "the detector needs)")
     crop_px: int = Field(320, ge=32, description="side the crop is resized to for the detector")
+    min_body_keypoints: int = Field(
+        2, ge=0, le=12,
+        description="COCO body keypoints (shoulders to ankles) a person box must show at body_conf, or it is no "
+                    "person (0: every box). Every person box on the real footage shows two or more (a close-up's "
+                    "shoulders, a cyclist half out of the frame); a cat's face filling a photo shows one at most, "
+                    "at person score up to 0.74. Applies here, in discovery (pose4d.detector: yolo) and in the audit")
+    body_conf: float = Field(
+        0.2, gt=0.0, le=1.0,
+        description="keypoint confidence that counts as shown: midway (geometric) between the cat photo's "
+                    "second-best body keypoint (0.14 at most) and the lowest of any person box's (0.28: a 12-px "
+                    "sliver of someone entering at the border; 0.37 and up otherwise)")
     min_run_frames: int = Field(
         125, ge=1,
         description="frames a run of a track's samples with no person in any must span to be dropped: a detector "

