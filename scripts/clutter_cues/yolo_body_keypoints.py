@@ -19,8 +19,6 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 #: COCO keypoints 5-16: shoulders, elbows, wrists, hips, knees, ankles (0-4 are the face's)
 BODY = tuple(range(5, 17))
 

@@ -29,8 +29,8 @@ class YoloAuditor:
 
     def __init__(self, min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
                  input_px: Annotated[int, Field(ge=32)] = 640):
-        from anonymask.models.anonymizer.pose.yolo import YoloPersons
         from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
+        from anonymask.models.anonymizer.pose.yolo import YoloPersons
 
         self.min_score = float(min_score)
         self.persons = YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,

@@ -9,7 +9,16 @@ import pytest
 
 from anonymask.config.stages import validate_stage
 from anonymask.core.errors import SettingsError
-from anonymask.models.anonymizer.pose import bridge, estimate, exposure, face_people, faces, scan, second_detector, yolo
+from anonymask.models.anonymizer.pose import (
+    bridge,
+    estimate,
+    exposure,
+    face_people,
+    faces,
+    scan,
+    second_detector,
+    yolo,
+)
 from anonymask.models.anonymizer.pose.discover import OnlineTracker, PersonDiscovery, add_limbs
 from anonymask.models.anonymizer.pose.link import link_tracks
 from anonymask.models.anonymizer.pose.settings import RENAMED, MediapipePoseSettings, PassSettings

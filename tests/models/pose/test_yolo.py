@@ -11,8 +11,13 @@ import pytest
 
 from anonymask.core.errors import MissingWeightsError
 from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
-from anonymask.models.anonymizer.pose.yolo import (YOLO_POSE_FILE, YOLO_SUBDIR, YoloPersons, shows_body,
-                                                   yolo_pose_weights)
+from anonymask.models.anonymizer.pose.yolo import (
+    YOLO_POSE_FILE,
+    YOLO_SUBDIR,
+    YoloPersons,
+    shows_body,
+    yolo_pose_weights,
+)
 from anonymask.models.shared.geometry import box_iou
 
 ON = SecondDetectorSettings(backend="yolo11n-pose")
