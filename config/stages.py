@@ -299,6 +299,13 @@ class SegmentSettings(StageSettings):
                                     "briefly to pose, or a fit that disagreed with their box) has no known body "
                                     "shape: their whole box is removed in every frame they have one")
     box_margin: float = Field(0.15, ge=0.0, le=1.0)
+    rejected_box_frames: int = Field(
+        1, ge=1, description="frames (odd) a kept person's box is a median over where it decides which pixels "
+                             "of a track verification dropped stay removed (inside a kept box: someone may pass "
+                             "in front of the clutter). 1: each frame's own box, as before; 3: a box that jumps "
+                             "out and back within one frame does not remove a dropped phantom's pixels for that "
+                             "frame, leaving a hole no avatar covers (measured on one 5-minute clip only, so not "
+                             "a default; docs/RESULTS.md)")
     avatar_in_hole: bool = False
     static_grow: int = Field(4, ge=0)
     static_frac: float = Field(0.8, gt=0.0, le=1.0)

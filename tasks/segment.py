@@ -40,7 +40,7 @@ import numpy as np
 from anonymask.config.stages import SegmentSettings
 from anonymask.models.anonymizer.pose.records import Kind
 from anonymask.models.anonymizer.pose.verify import REJECTED_TRACK
-from anonymask.models.anonymizer.segment.boxes import window_box_masks
+from anonymask.models.anonymizer.segment.boxes import median_boxes, window_box_masks
 from anonymask.models.anonymizer.segment.margins import grow_pixels
 from anonymask.models.anonymizer.segment.still import StillRegions
 from anonymask.models.anonymizer.segment.tracks import lut_map, without_rejected
@@ -83,6 +83,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     has_inst = entry.has_array("pose/instances")
     lut = entry.read("pose/instance_track") if has_inst else None
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
+    # where a dropped track's pixels stay removed: inside the kept people's boxes, over frames
+    kept_boxes = None if boxes is None else median_boxes(boxes, cfg.rejected_box_frames)
     # each avatar's rendered joints: the hands' margin is centred on its wrists
     hands = entry.array("render/joints2d") if cfg.hand_frac > 0 and entry.has_array("render/joints2d") else None
 
@@ -91,7 +93,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             return None
         out = entry.read(name, slice(a, z))
         if name == "pose/person_prob" and lut is not None and (lut == REJECTED_TRACK).any():
-            out = without_rejected(out, np.asarray(entry.array("pose/instances")[a:z]), lut, boxes, a,
+            out = without_rejected(out, np.asarray(entry.array("pose/instances")[a:z]), lut, kept_boxes, a,
                                    cfg.box_margin, REJECTED_TRACK)
         return out
 

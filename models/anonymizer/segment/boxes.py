@@ -8,6 +8,8 @@ margin) removes them whole, at the cost of inpainting more background.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
@@ -63,3 +65,25 @@ def window_box_masks(shape: tuple[int, int, int], boxes: np.ndarray, t0: int, ma
     if fill is not None:
         sel = np.where(np.asarray(fill, bool)[:, t0 : t0 + shape[0], None], sel, np.nan).astype(sel.dtype)
     return box_masks(shape, boxes=sel, margin=margin)
+
+
+def median_boxes(boxes: np.ndarray, frames: int) -> np.ndarray:
+    """(N, T, 4) boxes (NaN where a track has none), each coordinate the median over the ``frames``
+    frames centred on each frame where the track has a box (those of them where it has one; a frame
+    without a box keeps none). ``frames`` 1: the boxes as they are. A box that jumps out and back
+    within one frame (a followed box that slid for a frame) takes its neighbours' place; a box that
+    moves steadily stays where it is, and one that moves or grows for good does so in the same frame
+    (the frames after agree with it); at a track's first and last frame the window is shorter."""
+    boxes = np.asarray(boxes, np.float32)
+    k = int(frames) // 2
+    if k <= 0 or boxes.ndim != 3 or boxes.shape[1] == 0:
+        return boxes
+    n, t_len, _ = boxes.shape
+    padded = np.full((n, t_len + 2 * k, 4), np.nan, np.float32)
+    padded[:, k:k + t_len] = boxes
+    stack = np.stack([padded[:, i:i + t_len] for i in range(2 * k + 1)])
+    present = np.isfinite(boxes[..., :1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows: frames without a box
+        out = np.nanmedian(stack, axis=0)
+    return np.where(present, out, np.nan).astype(np.float32)
