@@ -24,20 +24,13 @@ BODY = tuple(range(5, 17))
 
 
 def frames_of(path: str, every: int, max_side: int, max_frames: int):
-    import av
-    import cv2
+    """(t, frame) of every ``every``-th of the first ``max_frames`` frames, scaled as ingest scales them."""
+    from anonymask.models.shared.frames import resize_video, target_size
+    from anonymask.storage.video_io import read_frames
 
-    with av.open(path) as c:
-        for t, f in enumerate(c.decode(video=0)):
-            if t >= max_frames:
-                break
-            if t % every:
-                continue
-            im = f.to_ndarray(format="rgb24")
-            s = max_side / max(im.shape[:2])
-            if s < 1:
-                im = cv2.resize(im, (round(im.shape[1] * s), round(im.shape[0] * s)), interpolation=cv2.INTER_AREA)
-            yield t, im
+    frames = read_frames(path, 0, max_frames, every)
+    frames = resize_video(frames, target_size(frames.shape[1], frames.shape[2], max_side))
+    return zip(range(0, max_frames, every), frames)
 
 
 def main(argv: list[str] | None = None) -> int:

