@@ -54,14 +54,16 @@ class ArrayHasher:
         self._h.update(canonical_json({"shape": self.shape, "dtype": str(self.dtype)}).encode())
 
     def update(self, block) -> None:
+        # the array's own C-order buffer is hashed (no bytes copy: hashing is a stream over every
+        # frame a stage writes)
         b = np.ascontiguousarray(np.asarray(block, dtype=self.dtype))
         if len(self.shape) == 0:
-            self._h.update(b.tobytes())
+            self._h.update(b)
             self.frames = 1
             return
         if b.shape[1:] != self.shape[1:]:
             raise ValueError(f"block of shape {b.shape} does not fit an array of shape {self.shape}")
-        self._h.update(b.tobytes())
+        self._h.update(b)
         self.frames += b.shape[0]
 
     def hexdigest(self) -> str:
