@@ -102,8 +102,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     """Exit 0: every video done or already complete; 1: some videos failed (each printed with its
     stage and reason); 2: the run could not start (bad arguments, unreadable dataset or store)."""
     from anonymask.config.pipeline import parse_overrides, pipeline_config
+    from anonymask.config.presets import with_presets
 
-    overrides = parse_overrides(args.set)
+    overrides = with_presets(args.preset, parse_overrides(args.set))
     cfg = pipeline_config(args.dataset, overrides)  # a bad setting is one line, before Prefect, a server or a store
     from anonymask.config.stages import check_weights
 
@@ -394,17 +395,28 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     try:
         overrides = parse_overrides(args.set)
         if args.train:
+            if args.preset:
+                raise ValueError("--preset names anonymization settings; a training run (--train) has none")
             from anonymask.config.training import train_settings
 
             data = train_settings(args.train, args.dataset, overrides=overrides).to_json_dict()
         else:
             from anonymask.config.pipeline import pipeline_config
+            from anonymask.config.presets import with_presets
 
-            data = pipeline_config(args.dataset, overrides)
+            data = pipeline_config(args.dataset, with_presets(args.preset, overrides))
     except (AnonymaskError, ValueError) as err:
         print(f"anonymask config show: error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(data, indent=2, default=str))
+    return 0
+
+
+def cmd_config_presets(args: argparse.Namespace) -> int:
+    """The named presets (``--preset NAME``): what each turns on, the settings it sets, its terms."""
+    from anonymask.config.presets import describe_presets
+
+    print(describe_presets())
     return 0
 
 
@@ -433,6 +445,9 @@ def _settings_lines(model, prefix: str = ""):
             yield f"{prefix}{key}", field.default, field.description or ""
 
 
+PRESET_HELP = "a named set of settings, under any --set (list: anonymask config presets)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="anonymask", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -443,7 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dataset", default="demo")
     c.add_argument("--train", default=None, metavar="MODE", help="a training run's settings (nonprivate, dp, maskdp, fpdp)")
     c.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    c.add_argument("--preset", action="append", default=[], metavar="NAME", help=PRESET_HELP)
     c.set_defaults(func=cmd_config_show)
+    c = csub.add_parser("presets", prog="anonymask config presets")
+    c.set_defaults(func=cmd_config_presets)
     c = csub.add_parser("backends", prog="anonymask config backends")
     c.add_argument("kind", nargs="?", default=None, help="pose4d, person_detector, segment, inpaint, refine, "
                                                           "conditions or audit (default: all)")
@@ -491,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--store", default=None, help="store path/URL (default $ANONYMASK_DATA/stores/<dataset>.zarr)")
     s.add_argument("--set", nargs="*", default=[], metavar="STAGE.KEY=VALUE",
                    help="config overrides, e.g. refine.backend=animatediff segment.grow=6")
+    s.add_argument("--preset", action="append", default=[], metavar="NAME", help=PRESET_HELP)
     s.add_argument("--limit", type=int, default=None, help="only the first N videos")
     s.add_argument("--videos", nargs="*", default=None, help="only these video ids")
     s.add_argument("--runner", default="local", help="local (default), dask, or a Dask scheduler address")

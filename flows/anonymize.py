@@ -28,6 +28,7 @@ from prefect.cache_policies import NONE
 from prefect.states import Completed, Failed
 
 from anonymask.config.pipeline import RunnerSettings, pipeline_config, runner_config
+from anonymask.config.presets import with_presets
 from anonymask.config.stages import PipelineSettings, check_weights
 from anonymask.core.errors import VideoBusyError, VideoTimeoutError
 from anonymask.storage.datasets import check_video_ids, get_adapter
@@ -148,8 +149,12 @@ def anonymize(
     runner_overrides: dict[str, Any] | None = None,
     log_dir: str | None = None,
     export_to: str | None = None,
+    presets: list[str] | None = None,
 ):
     """Anonymize a dataset into its store (resumable; failures isolated per video).
+
+    ``presets``: named sets of settings (config/presets.py) laid under ``overrides``, e.g.
+    ``prefect deployment run anonymize/tsh --param 'presets=["yolo"]'``.
 
     ``export_to``: afterwards, run the ``export`` flow into this folder ("default":
     ``$ANONYMASK_DATA/exports/<dataset>``): the publishable videos as files, as a subflow run.
@@ -162,8 +167,8 @@ def anonymize(
     from anonymask.core.runlog import run_log
 
     with run_log(f"anonymize-{dataset}", log_dir) as log_path:
-        state = _anonymize(dataset, source, store, overrides, limit, video_ids, runner, workers,
-                           verify_done, runner_overrides, log_path)
+        state = _anonymize(dataset, source, store, with_presets(presets, overrides), limit, video_ids, runner,
+                           workers, verify_done, runner_overrides, log_path)
         if export_to:
             _export_after(dataset, store, export_to, state)
         return state

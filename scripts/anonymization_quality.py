@@ -48,6 +48,7 @@ def strip(entry, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from anonymask.config.pipeline import parse_overrides, pipeline_config
+    from anonymask.config.presets import with_presets
     from anonymask.models.anonymizer.audit import audit_frames, get_auditor
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.store import DatasetStore
@@ -61,12 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     p.add_argument("--videos", default="all", help="comma-separated video ids, or all")
     p.add_argument("--set", action="append", default=[], help="stage.key=value overrides")
+    p.add_argument("--preset", action="append", default=[], help="a named set of settings, under any --set "
+                                                                  "(anonymask config presets)")
     a = p.parse_args(argv)
     adapter = get_adapter(a.dataset, a.source)
     infos = [i for i in adapter.records() if a.videos == "all" or i.video_id in a.videos.split(",")]
     store = DatasetStore.open(a.store) if Path(a.store).exists() else DatasetStore.create(a.store, a.dataset, stages=ORDER)
     store.register_videos(infos)
-    cfg = pipeline_config(a.dataset, parse_overrides(a.set))
+    cfg = pipeline_config(a.dataset, with_presets(a.preset, parse_overrides(a.set)))
     out = Path(a.out) if a.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)

@@ -138,15 +138,32 @@ def test_failures_are_isolated_and_reported(prefect_api, tiny_copy, tmp_path, ca
     assert f"anonymask: error: {tmp_path / 'nowhere'}: source folder does not exist" in err and "Traceback" not in err
 
 
+def test_the_flow_applies_its_presets(prefect_api, tiny_copy, tmp_path):
+    """``presets`` reach the settings inside the flow (a deployment run passes them as a parameter):
+    an unknown one fails the run in one line before any store exists; the yolo preset's discovery
+    settings under the ground-truth pose backend are refused as any such --set would be."""
+    store = tmp_path / "p.zarr"
+    state, _ = run(tiny_copy, store, presets=["nope"])
+    assert state.is_failed() and "no such preset" in state.message and not store.exists()
+    state, _ = run(tiny_copy, store, presets=["yolo"])
+    assert state.is_failed() and "pose4d.detector is a setting of backend 'mediapipe'" in state.message
+    assert not store.exists()
+
+
 @pytest.mark.slow
-def test_mediapipe_path_on_demo_video(prefect_api, tmp_path):
-    """The offline default backends (mediapipe pose + segmentation) on one demo-size video."""
+@pytest.mark.parametrize("presets", [[], ["yolo"]])
+def test_mediapipe_path_on_demo_video(prefect_api, tmp_path, presets):
+    """The offline default backends (mediapipe pose + segmentation) on one demo-size video, alone
+    and with the yolo preset (the opt-in whole-body detector in discovery, verification and audit)."""
     from anonymask.models.shared.synthetic.generator import generate_demo
 
     root = tmp_path / "raw"
     generate_demo(root, preset="demo", seed=0)
     store = tmp_path / "d.zarr"
-    state, summary = run(root, store, overrides={}, video_ids=["s01_a01_r01"])
+    state, summary = run(root, store, overrides={}, video_ids=["s01_a01_r01"], presets=presets)
     assert summary["done"] == 1, state.message
-    m = DatasetStore.open(str(store)).video("s01_a01_r01").metrics()
+    e = DatasetStore.open(str(store)).video("s01_a01_r01")
+    m = e.metrics()
     assert m["mpjpe_mm"] < 200 and m["mask_iou"] > 0.3 and m["person_leak"] < 0.1
+    if presets:
+        assert e.records()["audit"]["config"]["detectors"] == ["face", "yolo"]
