@@ -54,6 +54,27 @@ def test_video_arrays_chunked_by_16_frames_in_one_shard(tmp_path):
     assert "zstd" in codecs.lower()
 
 
+def test_an_all_zero_array_is_stored_not_compared_away(tmp_path):
+    """Stage arrays are written with ``write_empty_chunks`` (storage/store.py ``WRITE_CONFIG``): zarr
+    then skips comparing every chunk with the fill value, a cost measured on the pipeline bench,
+    so an all-zero mask's shard is on disk. It reads back the same, and its checksum is the one
+    of the same zeros held in memory."""
+    from anonymask.storage.hashing import array_checksum
+
+    s = make_store(str(tmp_path / "d.zarr"))
+    zeros = np.zeros((40, 24, 32), bool)
+    with s.video("v0").stage("ingest", backend="x") as w:
+        w.write("mask", zeros)
+        w.write("small", np.zeros((5, 3), np.float32), frame_chunked=False)
+        desc = w.outputs
+    stored = [p for p in (tmp_path / "d.zarr" / "videos" / "v0" / "mask" / "c").rglob("*") if p.is_file()]
+    assert stored, "an all-zero shard was left out: write_empty_chunks is not in effect"
+    assert any((tmp_path / "d.zarr" / "videos" / "v0" / "small" / "c").rglob("*"))
+    e = s.video("v0")
+    np.testing.assert_array_equal(e.read("mask"), zeros)
+    assert desc["mask"]["checksum"] == array_checksum(zeros) == array_checksum(e.array("mask"))
+
+
 def test_failed_stage_records_error_and_reraises(tmp_path):
     s = make_store(str(tmp_path / "d.zarr"))
     e = s.video("v1")
