@@ -51,6 +51,14 @@ def test_deployment_run_completes_against_real_server(tiny_dataset, tmp_path, fr
         for vid in ("s01_a01_r01", "s02_a01_r01", "s01s02_a02_r01"):
             assert vid in runs, runs  # one run per video, named by its id
         assert (data / "stores" / "demo.zarr").exists()
+        # a preset is a deployment parameter too: the yolo preset's discovery settings under the
+        # ground-truth pose backend are refused in one line, so the flow run fails, before any video
+        out = subprocess.run([str(VENV_BIN / "prefect"), "deployment", "run", "anonymize/demo",
+                              "--params", json.dumps({**params, "presets": ["yolo"]}), "--watch",
+                              "--watch-timeout", "300"], env=env, capture_output=True, text=True, timeout=400)
+        text = out.stdout + out.stderr
+        assert out.returncode != 0 and "Failed" in text, text
+        assert "pose4d.detector is a setting of backend 'mediapipe'" in (logs / "serve.log").read_text()
     finally:
         for p in (serve, server):
             if p is not None and p.poll() is None:
