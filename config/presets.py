@@ -13,7 +13,7 @@ who sets only some of them gets a mode nobody measured.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from anonymask.core.errors import SettingsError
@@ -31,19 +31,24 @@ class Preset:
     overrides: dict[str, Any]
     terms: str = ""
     measured: str = ""
-    keys: tuple[str, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "keys", tuple(sorted(_flat_keys(self.overrides))))
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The overrides as dotted keys -> values (``"pose4d.detector": "yolo"``), sorted."""
+        return dict(sorted(_flat(self.overrides)))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(self.settings)
 
 
-def _flat_keys(d: dict[str, Any], prefix: str = "") -> list[str]:
+def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     out = []
     for k, v in d.items():
         if isinstance(v, dict) and v:
-            out += _flat_keys(v, f"{prefix}{k}.")
+            out += _flat(v, f"{prefix}{k}.")
         else:
-            out.append(f"{prefix}{k}")
+            out.append((f"{prefix}{k}", v))
     return out
 
 
@@ -88,21 +93,15 @@ def with_presets(names: list[str] | tuple[str, ...] | None, overrides: dict[str,
     from anonymask.config.pipeline import deep_merge
 
     merged: dict[str, Any] = {}
-    owner: dict[str, str] = {}
+    set_by: dict[str, tuple[str, Any]] = {}  # dotted key -> (preset, value)
     for name in names or ():
         p = get_preset(name)
-        for key in p.keys:
-            if key in owner and owner[key] != name and _lookup(merged, key) != _lookup(p.overrides, key):
-                raise SettingsError(f"--preset {owner[key]} and --preset {name} both set {key} (to different values)")
-            owner[key] = name
+        for key, value in p.settings.items():
+            if key in set_by and set_by[key][1] != value:
+                raise SettingsError(f"--preset {set_by[key][0]} and --preset {name} both set {key} (to different values)")
+            set_by[key] = (name, value)
         merged = deep_merge(merged, p.overrides)
     return deep_merge(merged, overrides or {})
-
-
-def _lookup(d: dict[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        d = d[part]
-    return d
 
 
 def describe_presets() -> str:
@@ -111,7 +110,7 @@ def describe_presets() -> str:
     for name in preset_names():
         p = PRESETS[name]
         lines.append(f"{p.name}: {p.summary}")
-        lines.append(f"  sets: {', '.join(f'{k}={_lookup(p.overrides, k)!r}' for k in p.keys)}")
+        lines.append(f"  sets: {', '.join(f'{k}={v!r}' for k, v in p.settings.items())}")
         if p.terms:
             lines.append(f"  terms: {p.terms}")
         if p.measured:

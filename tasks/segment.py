@@ -83,8 +83,10 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     has_inst = entry.has_array("pose/instances")
     lut = entry.read("pose/instance_track") if has_inst else None
     boxes = entry.read("pose/boxes") if entry.has_array("pose/boxes") else None
-    # where a dropped track's pixels stay removed: inside the kept people's boxes, over frames
-    kept_boxes = None if boxes is None else median_boxes(boxes, cfg.rejected_box_frames)
+    # a track verification dropped: its pixels stay removed only inside the kept people's boxes
+    # (over frames); both decided once for the video, not per window
+    rejected = lut is not None and bool((lut == REJECTED_TRACK).any())
+    kept_boxes = median_boxes(boxes, cfg.rejected_box_frames) if rejected and boxes is not None else boxes
     # each avatar's rendered joints: the hands' margin is centred on its wrists
     hands = entry.array("render/joints2d") if cfg.hand_frac > 0 and entry.has_array("render/joints2d") else None
 
@@ -92,7 +94,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         if not entry.has_array(name):
             return None
         out = entry.read(name, slice(a, z))
-        if name == "pose/person_prob" and lut is not None and (lut == REJECTED_TRACK).any():
+        if name == "pose/person_prob" and rejected:
             out = without_rejected(out, np.asarray(entry.array("pose/instances")[a:z]), lut, kept_boxes, a,
                                    cfg.box_margin, REJECTED_TRACK)
         return out
