@@ -102,7 +102,8 @@ def format_margin(margin: dict[str, Any] | None) -> str:
 #: pose4d's diagnostics shown beside the number of people: (metric, label)
 PEOPLE_DETAILS = (("unconfirmed_tracks", "box"), ("face_tracks", "face"), ("linked_tracks", "linked"),
                   ("begun_on_someone", "found twice"), ("verify_rejected", "not people"),
-                  ("second_dropped", "stretches nobody in"), ("detections_overruled", "overruled at a border"))
+                  ("second_dropped", "stretches nobody in"), ("second_parts", "yielded to someone"),
+                  ("detections_overruled", "overruled at a border"))
 
 
 def format_people(metrics: dict[str, Any]) -> str:
@@ -157,7 +158,9 @@ def format_status_table(report: dict[str, Any], max_reason: int = 60) -> str:
                    "face: face-anchored; linked: raw tracks joined into one person; found twice: tracks that "
                    "began on someone already followed, linked to nobody before them; not people: tracks the "
                    "verification pass dropped; stretches nobody in: parts of tracks the second detector "
-                   "(pose4d.verify.second_detector, opt-in) saw no person in for long, dropped; overruled at a border: "
+                   "(pose4d.verify.second_detector, opt-in) saw no person in for long, dropped; yielded to someone: tracks "
+                   "the second detector saw only inside another track's person box for a while, whose avatars are "
+                   "not drawn there (one person, one avatar); overruled at a border: "
                    "frames where a whole-body detector's box replaced a followed box that slid off someone "
                    "entering or leaving (pose4d.detector yolo or rcnn); dim: a dim shot the person models saw brightened, by this gain; "
                    "a frame: avatars an average frame shows, more than the people in view means avatars on "

@@ -86,11 +86,11 @@ def test_status_shows_how_many_people_pose4d_replaced_and_how(tmp_path, capsys):
     with s.video("ok").stage("ingest", backend="x") as w:
         w.write("raw", np.zeros((2, 8, 8, 3), np.uint8))
         w.metric(tracks=2, exposure_gain=2.17, shots_brightened=1.0, avatars_per_frame=7.96, second_dropped=4.0,
-                 detections_overruled=1.0)
+                 second_parts=1.0, detections_overruled=1.0)
     assert main(["status", url]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()}
-    assert "2 (4 stretches nobody in, 1 overruled at a border, dim: seen x2.2, 8.0 a frame)" in rows["ok"]
+    assert "2 (4 stretches nobody in, 1 yielded to someone, 1 overruled at a border, dim: seen x2.2, 8.0 a frame)" in rows["ok"]
     assert "(dim" not in rows["new"] and "overruled" not in rows["new"]
     assert "stretches nobody in" not in rows["new"] and "stretches nobody in: parts of tracks" in out
     assert "a frame" not in rows["new"] and "a frame: avatars an average frame shows" in out

@@ -9,7 +9,7 @@ Camera: principal point at the centre, focal length from an assumed horizontal f
 
 Person discovery is a sequence of named passes over :class:`~anonymask.models.anonymizer.pose.records.Person`
 records (:func:`estimate_people` reads as the list): discover, backfill, second detector (opt-in),
-verify, associate, fit, bridge, faces; on a dim shot they all read it brightened (models/anonymizer/pose/exposure.py). Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
+verify, associate, fit, bridge, yield parts (with the second detector: one person, one avatar), faces; on a dim shot they all read it brightened (models/anonymizer/pose/exposure.py). Each takes its settings from the typed tree in models/anonymizer/pose/settings.py and adds typed
 diagnostics to :class:`~anonymask.models.anonymizer.pose.records.PoseDiagnostics`.
 """
 
@@ -105,7 +105,7 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     discover(disc, windows, write_window)
     if read_frames is not None and settings.discover.backfill:
         backfill(disc, read_frames, t_len, paint_frame)
-    unconfirmed = second_detector(disc, read_frames, t_len, settings, diag, relabel_frame)
+    unconfirmed, parts = second_detector(disc, read_frames, t_len, settings, diag, relabel_frame)
     raw_boxes = disc.track_boxes(t_len)  # (T,4) per raw track: 16 bytes a frame
     rejected = verify(disc, raw_boxes, (h, w), t_len, settings, diag, read_frames) | unconfirmed
     for i in unconfirmed:
@@ -113,6 +113,7 @@ def estimate_people(windows, shape: tuple[int, int, int], rest_joints: np.ndarra
     people = associate(disc, raw_boxes, rejected, (h, w), settings, diag)
     fit_people(people, rest_joints, camera, settings, t_len)
     bridge(people, raw_boxes, (h, w), settings, read_frames)
+    diag.second_part_frames = yield_parts(people, disc, parts) if parts is not None else None
     if read_frames is not None and settings.faces.enabled:
         add_face_people(people, read_frames, t_len, rest_joints, camera, _body, len(raw_boxes), paint_frame,
                         settings.faces, settings.confirm.box_smooth, diag)
@@ -138,24 +139,64 @@ def backfill(disc, read_frames, t_len: int, paint_frame) -> None:
 
 
 def second_detector(disc, read_frames, t_len: int, settings: MediapipePoseSettings, diag: PoseDiagnostics,
-                    relabel_frame) -> set[int]:
+                    relabel_frame) -> tuple[set[int], dict[int, list[tuple[int, int]]] | None]:
     """Pass 3 (opt-in, ``verify.second_detector.backend``): an independent whole-body detector looks at
     every track every few frames (models/anonymizer/pose/second_detector.py); a long run of a track's
     frames where it sees no person is split off and dropped, a kept stretch after it becomes a
-    raw track of its own. Returns the dropped raw ids (verify adds them to its rejected)."""
+    raw track of its own. Returns the dropped raw ids (verify adds them to its rejected) and, per
+    kept raw id, the [a, b] spans where it is a part of another track's person (None: pass off)."""
     cfg = settings.verify.second_detector
     if cfg.backend == "none" or read_frames is None or not settings.verify.enabled:
-        return set()
+        return set(), None
     from anonymask.models.anonymizer.pose.discover import new_track
-    from anonymask.models.anonymizer.pose.second_detector import sample_confirmations, split_unconfirmed
+    from anonymask.models.anonymizer.pose.second_detector import (
+        part_spans,
+        sample_confirmations,
+        split_unconfirmed,
+    )
     from anonymask.models.anonymizer.pose.yolo import persons_for
 
     samples = sample_confirmations(disc.tracker.tracks, read_frames, t_len, cfg, persons_for(cfg))
     dropped, frames = split_unconfirmed(disc.tracker.tracks, new_track, samples, cfg.min_run_frames, relabel_frame)
     diag.second_samples = sum(len(v) for v in samples.values())
-    diag.second_confirmed = sum(ok for v in samples.values() for _, ok in v)
+    diag.second_confirmed = sum(bool(v) for got in samples.values() for _, v in got)
     diag.second_dropped, diag.second_dropped_frames = len(dropped), frames
-    return dropped
+    parts = {}
+    for tid, got in samples.items():
+        frames_of = disc.tracker.tracks[tid].frames
+        if tid in dropped or not got or not frames_of:
+            continue
+        if spans := part_spans(got, min(frames_of), max(frames_of), cfg.part_min_samples):
+            parts[tid] = spans
+    diag.second_parts = len(parts)
+    return dropped, parts
+
+
+def yield_parts(people: list[Person], disc, parts: dict[int, list[tuple[int, int]]]) -> int:
+    """Pass 6b (with the second detector): one person, one avatar. Where a raw track was a part of
+    another track's person (``parts``: raw id -> [a, b] spans, second_detector.py ``part_spans``), its
+    person's avatar yields: not drawn there (``valid`` False); its pixels stay removed (pose/instances,
+    boxes), and the other person's avatar stands on them. A span at the raw track's first (last)
+    frame reaches over the frames its person was bridged before (after) it, when no other raw track
+    of that person comes earlier (later). In place; returns the frames hidden."""
+    hidden = 0
+    for p in people:
+        tr = p.track
+        if tr is None:
+            continue
+        own = {i: sorted(disc.tracker.tracks[i].frames) for i in p.raw_ids if disc.tracker.tracks[i].frames}
+        if not own:
+            continue
+        first, last = min(f[0] for f in own.values()), max(f[-1] for f in own.values())
+        for i in p.raw_ids:
+            for a, b in parts.get(i, []):
+                a = tr.start if a == own[i][0] == first else a
+                b = tr.stop - 1 if b == own[i][-1] == last else b
+                for t in range(max(a, tr.start), min(b, tr.stop - 1) + 1):
+                    if tr.valid[t - tr.start]:
+                        tr.valid[t - tr.start] = False
+                        hidden += 1
+    return hidden
 
 
 def verify(disc, raw_boxes: list[np.ndarray], hw: tuple[int, int], t_len: int, settings: MediapipePoseSettings,

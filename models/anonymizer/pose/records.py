@@ -63,6 +63,8 @@ class PoseDiagnostics:
     second_confirmed: int | None = None  # of those, where it saw the track's person
     second_dropped: int | None = None  # runs of a track it saw no person in for long, dropped (second_detector.py)
     second_dropped_frames: int | None = None  # their frames
+    second_parts: int | None = None  # raw tracks it saw as a part of another track's person for a while
+    second_part_frames: int | None = None  # frames their avatars yielded there (not drawn, pixels removed)
     people: list[tuple[Kind, int, float]] = field(default_factory=list)  # (kind, frames seen, reproj)
 
     def merge(self, other: PoseDiagnostics) -> None:
@@ -73,7 +75,8 @@ class PoseDiagnostics:
         for k, v in other.detections.items():
             self.detections[k] = self.detections.get(k, 0) + v
         for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "verify_rejected", "verify_rejected_frames",
-                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames"):
+                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames",
+                     "second_parts", "second_part_frames"):
             if getattr(other, name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + getattr(other, name))
         self.exposure_gain = max(self.exposure_gain, other.exposure_gain)
@@ -99,7 +102,8 @@ class PoseDiagnostics:
                 out[f"track{i}_reproj"] = float(reproj)
         out.update({f"detections_{k}": float(v) for k, v in self.detections.items()})
         for name in ("scan_count", "scan_calls", "scan_skipped", "scan_unchanged", "shots", "verify_rejected", "verify_rejected_frames",
-                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames"):
+                     "verify_scene", "second_samples", "second_confirmed", "second_dropped", "second_dropped_frames",
+                     "second_parts", "second_part_frames"):
             if getattr(self, name) is not None:
                 out[name] = float(getattr(self, name))
         return out

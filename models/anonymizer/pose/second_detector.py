@@ -16,6 +16,12 @@ on other data saw the people of the footage measured and, but for a few cases, n
   (:func:`unconfirmed_spans`); the track is split around it (:func:`split_runs`): the dropped run
   becomes a rejected raw track of its own, a kept stretch after it a new raw track.
 
+- one person box is one person: in each sample the box goes to the track it matches best
+  (:func:`claim_boxes`); a track seen only inside a box another track has taken is a part of that
+  person's body (a body the landmark model drew on her legs, or a track still on her after another
+  took her over), and where that lasts ``part_min_samples`` samples (:func:`part_spans`) its avatar
+  yields: it is not drawn, its pixels stay removed (estimate.py ``yield_parts``).
+
 Shorter runs are kept: a detector misses a visible person now and then, and privacy decides when
 the evidence is thin. The audit still checks every output. The one detector that ships with its
 weights (Ultralytics YOLO11n-pose, AGPL-3.0) is stricter than the project's licence, so the pass is
@@ -29,24 +35,53 @@ from collections.abc import Callable
 import numpy as np
 
 from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
+from anonymask.models.anonymizer.pose.yolo import PERSON_COLUMNS
 from anonymask.models.shared.geometry import box_cover_share, box_iou
 
 #: frames read at a time for the samples
 READ_BLOCK = 64
 
 
+#: a sample's verdict: no person box matches the track; one does and it is the track's own; one
+#: does, but another track matches it better (the track is a part of that person)
+UNSEEN, OWN, PART = 0, 1, 2
+
+
+def matches(box, person: np.ndarray, settings: SecondDetectorSettings) -> bool:
+    """Whether one person box (x0, y0, x1, y1, score) matches a track's ``box``: by IoU, or as the
+    whole body around a track on part of it."""
+    if person[4] < settings.min_score:
+        return False
+    if box_iou(box, person[:4]) >= settings.min_iou:
+        return True
+    return box_cover_share(box, person[:4]) >= settings.min_cover and box_cover_share(person[:4], box) >= settings.min_fill
+
+
 def confirms(box, persons: np.ndarray, settings: SecondDetectorSettings) -> bool:
-    """Whether a person box matches a track's ``box``: by IoU, or as the whole body around a track on
-    part of it."""
+    """Whether any person box matches a track's ``box`` (:func:`matches`)."""
     box = np.asarray(box, np.float64)
-    for p in np.asarray(persons, np.float64):
-        if p[4] < settings.min_score:
+    return any(matches(box, p, settings) for p in np.asarray(persons, np.float64))
+
+
+def claim_boxes(boxes: list, persons: np.ndarray, settings: SecondDetectorSettings) -> list[int]:
+    """One frame's verdict for each track box (:data:`UNSEEN`, :data:`OWN`, :data:`PART`). A person
+    box is one person: the matching pairs are taken in order of IoU, each box by one track; a track
+    that matches only boxes already taken is a part of someone (two tracks on one body: the IoU of
+    the whole body's track is the higher)."""
+    persons = np.asarray(persons, np.float64).reshape(-1, PERSON_COLUMNS)
+    pairs = sorted(((box_iou(np.asarray(b, np.float64), p[:4]), i, j) for i, b in enumerate(boxes)
+                    for j, p in enumerate(persons) if matches(np.asarray(b, np.float64), p, settings)), reverse=True)
+    out = [UNSEEN] * len(boxes)
+    taken: set[int] = set()
+    for _, i, j in pairs:
+        if out[i] == OWN:
             continue
-        if box_iou(box, p[:4]) >= settings.min_iou:
-            return True
-        if box_cover_share(box, p[:4]) >= settings.min_cover and box_cover_share(p[:4], box) >= settings.min_fill:
-            return True
-    return False
+        if j in taken:
+            out[i] = PART  # (its own box may still come: a free one it matches less well)
+            continue
+        out[i] = OWN
+        taken.add(j)
+    return out
 
 
 def needs_crop(box, frame_hw: tuple[int, int], settings: SecondDetectorSettings) -> bool:
@@ -55,26 +90,33 @@ def needs_crop(box, frame_hw: tuple[int, int], settings: SecondDetectorSettings)
     return (box[3] - box[1]) * scale < settings.small_px
 
 
-def unconfirmed_spans(samples: list[tuple[int, bool]], first: int, last: int, min_run: int) -> list[tuple[int, int]]:
-    """[a, b] frame spans of a track (life ``first``..``last``) to drop: runs of consecutive
-    unconfirmed samples (``(frame, confirmed)`` in frame order) that span ``min_run`` frames. A run
-    that begins at the track's first sample reaches back to its first frame, one that ends at its
-    last sample on to its last frame (no confirmation was seen before or after them)."""
-    spans = []
+def _runs(samples: list[tuple[int, int]], first: int, last: int, hit: Callable[[int], bool]):
+    """(a, b, samples) of each run of consecutive samples whose verdict is a ``hit``, in frame order; a
+    run that begins at the track's first sample reaches back to its first frame (``first``), one that
+    ends at its last sample on to its last frame (``last``): nothing else was seen before or after."""
     k = 0
     while k < len(samples):
-        if samples[k][1]:
+        if not hit(samples[k][1]):
             k += 1
             continue
         j = k
-        while j + 1 < len(samples) and not samples[j + 1][1]:
+        while j + 1 < len(samples) and hit(samples[j + 1][1]):
             j += 1
-        a = first if k == 0 else samples[k][0]
-        b = last if j == len(samples) - 1 else samples[j][0]
-        if b - a + 1 >= min_run:
-            spans.append((a, b))
+        yield (first if k == 0 else samples[k][0]), (last if j == len(samples) - 1 else samples[j][0]), j - k + 1
         k = j + 1
-    return spans
+
+
+def unconfirmed_spans(samples: list[tuple[int, int]], first: int, last: int, min_run: int) -> list[tuple[int, int]]:
+    """[a, b] frame spans of a track (life ``first``..``last``) to drop: runs of consecutive
+    unconfirmed samples (``(frame, verdict)`` in frame order; a false verdict is unconfirmed) that
+    span ``min_run`` frames."""
+    return [(a, b) for a, b, _ in _runs(samples, first, last, lambda v: not v) if b - a + 1 >= min_run]
+
+
+def part_spans(samples: list[tuple[int, int]], first: int, last: int, min_samples: int) -> list[tuple[int, int]]:
+    """[a, b] frame spans of a track where it is a part of someone else's body: runs of at least
+    ``min_samples`` consecutive :data:`PART` samples."""
+    return [(a, b) for a, b, n in _runs(samples, first, last, lambda v: v == PART) if n >= min_samples]
 
 
 def split_runs(frames: list[int], spans: list[tuple[int, int]]) -> list[tuple[list[int], bool]]:
@@ -90,14 +132,13 @@ def split_runs(frames: list[int], spans: list[tuple[int, int]]) -> list[tuple[li
 
 
 def sample_confirmations(tracks, read_frames, t_len: int, settings: SecondDetectorSettings,
-                         detector) -> dict[int, list[tuple[int, bool]]]:
+                         detector) -> dict[int, list[tuple[int, int]]]:
     """Per raw track (``tid``): its samples, every ``every``-th frame of the video where it has a
-    box, each confirmed or not by ``detector`` (``frame(img)``, ``around(img, box)``). Tracks whose
-    life is shorter than ``min_run_frames`` are not sampled: nothing of them could be dropped."""
+    box, each with its verdict (:func:`claim_boxes` over the tracks of that frame) from ``detector``
+    (``frame(img)``, ``around(img, box)``). Every track is sampled, a short one too: nothing of it can
+    be dropped, but it may be the person another track is a part of, or a part itself."""
     want: dict[int, list] = {}
     for tr in tracks:
-        if not tr.frames or max(tr.frames) - min(tr.frames) + 1 < settings.min_run_frames:
-            continue
         for t in sorted(tr.frames):
             if t % settings.every == 0:
                 want.setdefault(t, []).append(tr)
@@ -111,23 +152,25 @@ def sample_confirmations(tracks, read_frames, t_len: int, settings: SecondDetect
         while k < len(times) and times[k] < b:
             t = times[k]
             img = np.asarray(block[t - a])
-            persons = detector.frame(img)
-            for tr in want[t]:
+            here = want[t]
+            verdicts = claim_boxes([tr.frames[t].box for tr in here], detector.frame(img), settings)
+            for tr, v in zip(here, verdicts):
                 box = tr.frames[t].box
-                ok = confirms(box, persons, settings)
-                if not ok and needs_crop(box, img.shape[:2], settings):
-                    ok = confirms(box, detector.around(img, box), settings)
-                out.setdefault(tr.tid, []).append((t, ok))
+                if v == UNSEEN and needs_crop(box, img.shape[:2], settings) and confirms(box, detector.around(img, box),
+                                                                                        settings):
+                    v = OWN  # a far person the full frame is too small for: the crop is theirs alone
+                out.setdefault(tr.tid, []).append((t, v))
             k += 1
     return out
 
 
-def split_unconfirmed(tracks: list, new_track: Callable[[int], object], samples: dict[int, list[tuple[int, bool]]],
+def split_unconfirmed(tracks: list, new_track: Callable[[int], object], samples: dict[int, list[tuple[int, int]]],
                       min_run: int, relabel) -> tuple[set[int], int]:
     """Split every track of ``tracks`` (discovery's raw tracks, a list indexed by ``tid``) around its
     unconfirmed spans. The first run keeps the track's id; each later run becomes a new raw track
     (``new_track(tid)`` makes one; it is appended) and ``relabel(t, old, new)`` moves its frames'
-    instance pixels to the new id. Returns the ids of the dropped runs and how many frames they hold."""
+    instance pixels to the new id; ``samples`` are moved with their frames (in place: keyed by the
+    ids after the split). Returns the ids of the dropped runs and how many frames they hold."""
     dropped: set[int] = set()
     frames = 0
     for tr in list(tracks):
@@ -148,6 +191,9 @@ def split_unconfirmed(tracks: list, new_track: Callable[[int], object], samples:
                     owner.frames[t] = tr.frames.pop(t)
                     if relabel is not None:
                         relabel(t, tr.tid, owner.tid)
+                lo, hi = run[0], run[-1]
+                samples[owner.tid] = [s for s in samples[tr.tid] if lo <= s[0] <= hi]
+                samples[tr.tid] = [s for s in samples[tr.tid] if not lo <= s[0] <= hi]
             if drop:
                 dropped.add(owner.tid)
                 frames += len(run)

@@ -337,6 +337,13 @@ class SecondDetectorSettings(PassSettings):
         description="frames a run of a track's samples with no person in any must span to be dropped: a detector "
                     "misses a visible person now and then (blur, a turn, an occluder passing), not for 5 s at 25 "
                     "fps; shorter runs are kept (privacy first)")
+    part_min_samples: int = Field(
+        3, ge=1,
+        description="consecutive samples in which a track is seen only inside a person box that another track "
+                    "matches better (one box, one person: the track is a part of that person's body, a second "
+                    "avatar on them) before its avatar yields there (not drawn; its pixels stay removed): one sample "
+                    "can hand a box to the wrong one of two people crossing, three in a row (10 frames apart at "
+                    "every=5) is a part that stays")
 
 
 class VerifySettings(PassSettings):

@@ -11,8 +11,13 @@ import pytest
 
 from anonymask.models.anonymizer.pose.discover import new_track
 from anonymask.models.anonymizer.pose.second_detector import (
+    OWN,
+    PART,
+    UNSEEN,
+    claim_boxes,
     confirms,
     needs_crop,
+    part_spans,
     sample_confirmations,
     split_runs,
     split_unconfirmed,
@@ -58,6 +63,8 @@ def test_a_split_keeps_the_first_run_and_gives_later_runs_new_ids():
     dropped, frames = split_unconfirmed(tracks, new_track, samples, 125, lambda t, a, b: moved.append((t, a, b)))
     assert [tr.tid for tr in tracks] == [0, 1, 2, 3]
     assert sorted(tracks[0].frames) == list(range(0, 100))  # the first run keeps the id
+    # the samples moved with their frames: keyed by the ids after the split
+    assert [t for t, _ in samples[0]] == list(range(0, 100, 5)) and [t for t, _ in samples[3]] == list(range(250, 300, 5))
     assert sorted(tracks[2].frames) == list(range(100, 246))  # the dropped run: 100 .. the last miss (245)
     assert sorted(tracks[3].frames) == list(range(246, 300))  # the person again: a raw track of its own
     assert dropped == {2} and frames == 146
@@ -160,3 +167,86 @@ def test_estimate_people_splits_a_phantom_that_took_over_a_person(yolo, pose2sim
     assert lut[0] >= 0 and lut[3] >= 0 and lut[0] != lut[3]  # the person, and the person it moved onto
     assert moved == [(t, 2, 3) for t in range(21, t_len)]  # after its last miss (frame 20) the new raw id
     assert res.diagnostics["second_dropped"] == 2.0 and res.diagnostics["second_dropped_frames"] == 40 + 21
+
+
+def test_one_person_box_is_one_person():
+    """Two tracks on one body (the whole body, and a body the landmark model drew on her legs) match
+    one person box; the box goes to the better match and the other track is a part of that person.
+    Two people side by side each keep their own box."""
+    her = np.array([[100.0, 50.0, 160.0, 350.0, 0.9]])
+    whole, legs = [102, 52, 158, 345], [105, 200, 158, 345]
+    assert claim_boxes([legs, whole], her, ON) == [PART, OWN]  # in either order
+    assert claim_boxes([whole, legs], her, ON) == [OWN, PART]
+    two = np.array([[100.0, 50.0, 160.0, 350.0, 0.9], [150.0, 60.0, 215.0, 350.0, 0.8]])
+    assert claim_boxes([whole, [152, 62, 214, 348]], two, ON) == [OWN, OWN]  # crossing, both seen
+    # a track whose best box is taken still gets a free one it matches less well
+    wide = np.array([[100.0, 50.0, 160.0, 350.0, 0.9], [95.0, 40.0, 170.0, 360.0, 0.6]])
+    assert claim_boxes([whole, [101, 51, 160, 348]], wide, ON) == [OWN, OWN]
+    assert claim_boxes([[400, 50, 450, 200]], her, ON) == [UNSEEN]
+    assert claim_boxes([], her, ON) == [] and claim_boxes([whole], np.zeros((0, 5)), ON) == [UNSEEN]
+
+
+def test_a_part_yields_only_where_it_lasts():
+    # a part from frame 500 to 700 (samples every 5th frame), and single flips that are not
+    samples = [(t, PART if 500 <= t <= 700 or t in (100, 300) else OWN) for t in range(0, 1000, 5)]
+    assert part_spans(samples, 0, 999, 3) == [(500, 700)]
+    # two flips in a row are not enough for 3; a part all its life reaches its first and last frame
+    assert part_spans([(0, OWN), (5, PART), (10, PART), (15, OWN)], 0, 19, 3) == []
+    assert part_spans([(t, PART) for t in range(5, 100, 5)], 2, 101, 3) == [(2, 101)]
+    # an unconfirmed sample ends a part run; it is not one (unconfirmed_spans handles it)
+    assert part_spans([(0, PART), (5, PART), (10, UNSEEN), (15, PART)], 0, 19, 2) == [(0, 5)]
+    assert unconfirmed_spans([(0, PART), (5, OWN)], 0, 9, 1) == []  # a part is a person seen
+
+
+def test_estimate_people_draws_one_avatar_on_one_person(yolo, pose2sim_frames, body):
+    """The yield inside pose4d (estimate.py ``yield_parts``): on a real frame, a track on a person's
+    whole body and a track on their legs both match the one person box the detector gives; the legs'
+    avatar is not drawn, its box (its pixels) stays, and the person's own avatar is drawn throughout."""
+    from test_verify import _FakeDiscovery  # noqa: E402  (the tests' hand-made discovery)
+
+    from anonymask.models.anonymizer.pose.estimate import estimate_people
+    from anonymask.models.anonymizer.pose.people import Detection
+    from anonymask.models.anonymizer.pose.settings import MediapipePoseSettings
+
+    fr = pose2sim_frames("Demo_MultiPerson/videos/cam01.mp4", start=0, n=1)[0]
+    people = yolo.frame(fr)
+    h, w = fr.shape[:2]
+    whole = people[0, :4].astype(np.float32)
+    legs = whole.copy()
+    legs[1] = (whole[1] + whole[3]) / 2  # the lower half: 0.5 of the box, inside it
+    if claim_boxes([whole, legs], people, ON) != [OWN, PART]:
+        pytest.skip("the detector boxes this person's legs on their own")
+    t_len = 30
+    video = np.repeat(fr[None], t_len, axis=0)
+
+    def det(box):
+        kp = np.tile(((box[:2] + box[2:]) / 2)[None], (33, 1)).astype(np.float32)
+        return Detection(np.asarray(box, np.float32), kp, np.full(33, 0.9, np.float32), np.zeros((33, 3), np.float32),
+                         np.zeros((0, 0), np.float32), (0, 0, 0, 0), 0.9, "track")
+
+    on_body, on_legs = new_track(0), new_track(1)
+    for t in range(t_len):
+        on_body.frames[t], on_legs.frames[t] = det(whole), det(legs)
+    tree = MediapipePoseSettings().model_dump()
+    tree["confirm"]["min_visible_frames"], tree["faces"]["enabled"], tree["link"]["gap"] = 1, False, 0
+    tree["discover"]["backfill"] = False
+    tree["verify"]["second_detector"].update(backend="yolo11n-pose", every=4, min_run_frames=12, part_min_samples=3)
+
+    def run(settings_tree):
+        return estimate_people([(0, video)], (t_len, h, w), body.rest_joints(),
+                               MediapipePoseSettings.model_validate(settings_tree), detector=None, camera=None,
+                               source="cam01.mp4", write_window=None, read_frames=lambda a, b: video[a:b],
+                               paint_frame=None, relabel_frame=None,
+                               discovery=_FakeDiscovery([on_body, on_legs]))
+
+    res = run(tree)
+    by_raw = {raw: int(k) for raw, k in enumerate(res.instance_track.tolist())}
+    body_track, legs_track = res.tracks[by_raw[0]], res.tracks[by_raw[1]]
+    assert body_track.valid.all()  # the person's own avatar, every frame
+    assert not legs_track.valid.any()  # the part's: never drawn
+    assert np.isfinite(res.boxes[by_raw[1]]).all()  # its pixels stay removed (its box is there)
+    assert res.diagnostics["second_parts"] == 1.0 and res.diagnostics["second_part_frames"] == t_len
+    # where the part is too brief to count (more samples than it has), both are drawn
+    tree["verify"]["second_detector"]["part_min_samples"] = 9
+    res = run(tree)
+    assert all(tr.valid.all() for tr in res.tracks) and res.diagnostics["second_parts"] == 0.0
