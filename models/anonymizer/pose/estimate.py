@@ -182,16 +182,15 @@ def yield_parts(people: list[Person], disc, parts: dict[int, list[tuple[int, int
     hidden = 0
     for p in people:
         tr = p.track
-        if tr is None:
+        if tr is None or not any(i in parts for i in p.raw_ids):
             continue
-        own = {i: sorted(disc.tracker.tracks[i].frames) for i in p.raw_ids if disc.tracker.tracks[i].frames}
-        if not own:
-            continue
-        first, last = min(f[0] for f in own.values()), max(f[-1] for f in own.values())
+        # each raw track's first and last frame, and the person's (over all their raw tracks)
+        ends = {i: (min(f), max(f)) for i in p.raw_ids if (f := disc.tracker.tracks[i].frames)}
+        first, last = min(e[0] for e in ends.values()), max(e[1] for e in ends.values())
         for i in p.raw_ids:
             for a, b in parts.get(i, []):
-                a = tr.start if a == own[i][0] == first else a
-                b = tr.stop - 1 if b == own[i][-1] == last else b
+                a = tr.start if a == ends[i][0] == first else a
+                b = tr.stop - 1 if b == ends[i][1] == last else b
                 for t in range(max(a, tr.start), min(b, tr.stop - 1) + 1):
                     if tr.valid[t - tr.start]:
                         tr.valid[t - tr.start] = False

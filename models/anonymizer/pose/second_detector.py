@@ -69,8 +69,9 @@ def claim_boxes(boxes: list, persons: np.ndarray, settings: SecondDetectorSettin
     that matches only boxes already taken is a part of someone (two tracks on one body: the IoU of
     the whole body's track is the higher)."""
     persons = np.asarray(persons, np.float64).reshape(-1, PERSON_COLUMNS)
-    pairs = sorted(((box_iou(np.asarray(b, np.float64), p[:4]), i, j) for i, b in enumerate(boxes)
-                    for j, p in enumerate(persons) if matches(np.asarray(b, np.float64), p, settings)), reverse=True)
+    boxes = [np.asarray(b, np.float64) for b in boxes]
+    pairs = sorted(((box_iou(b, p[:4]), i, j) for i, b in enumerate(boxes) for j, p in enumerate(persons)
+                    if matches(b, p, settings)), reverse=True)
     out = [UNSEEN] * len(boxes)
     taken: set[int] = set()
     for _, i, j in pairs:
