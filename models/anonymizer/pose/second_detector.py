@@ -11,7 +11,8 @@ on other data saw the people of the footage measured and, but for a few cases, n
 
 - every ``every``-th frame where a track has a box is a sample; a sample is confirmed when a person
   box of the detector matches the track's box (:func:`confirms`); a small box the full frame cannot
-  show the detector is looked at again in a crop around it;
+  show the detector is looked at again in a crop around it (:func:`crop_verdict`: a crop box lying on
+  a person the full frame gave another track is that person's, not the track's own);
 - a run of consecutive unconfirmed samples that spans ``min_run_frames`` is dropped
   (:func:`unconfirmed_spans`); the track is split around it (:func:`split_runs`): the dropped run
   becomes a rejected raw track of its own, a kept stretch after it a new raw track.
@@ -19,8 +20,9 @@ on other data saw the people of the footage measured and, but for a few cases, n
 - one person box is one person: in each sample the box goes to the track it matches best
   (:func:`claim_boxes`); a track seen only inside a box another track has taken is a part of that
   person's body (a body the landmark model drew on her legs, or a track still on her after another
-  took her over), and where that lasts ``part_min_samples`` samples (:func:`part_spans`) its avatar
-  yields: it is not drawn, its pixels stay removed (estimate.py ``yield_parts``).
+  took her over), and where that lasts ``part_min_samples`` samples between two of its own
+  (:func:`part_spans`) its avatar yields: it is not drawn, its pixels stay removed (estimate.py
+  ``yield_parts``).
 
 Shorter runs are kept: a detector misses a visible person now and then, and privacy decides when
 the evidence is thin. The audit still checks every output. The one detector that ships with its
@@ -64,16 +66,22 @@ def confirms(box, persons: np.ndarray, settings: SecondDetectorSettings) -> bool
 
 
 def claim_boxes(boxes: list, persons: np.ndarray, settings: SecondDetectorSettings) -> list[int]:
-    """One frame's verdict for each track box (:data:`UNSEEN`, :data:`OWN`, :data:`PART`). A person
-    box is one person: the matching pairs are taken in order of IoU, each box by one track; a track
-    that matches only boxes already taken is a part of someone (two tracks on one body: the IoU of
-    the whole body's track is the higher)."""
+    """One frame's verdict for each track box (:data:`UNSEEN`, :data:`OWN`, :data:`PART`); see
+    :func:`claims`."""
+    return claims(boxes, persons, settings)[0]
+
+
+def claims(boxes: list, persons: np.ndarray, settings: SecondDetectorSettings) -> tuple[list[int], np.ndarray]:
+    """One frame's verdict for each track box, and the person boxes taken (k, 4). A person box is
+    one person: the matching pairs are taken in order of IoU, each box by one track; a track that
+    matches only boxes already taken is a part of someone (two tracks on one body: the IoU of the
+    whole body's track is the higher)."""
     persons = np.asarray(persons, np.float64).reshape(-1, PERSON_COLUMNS)
     boxes = [np.asarray(b, np.float64) for b in boxes]
     pairs = sorted(((box_iou(b, p[:4]), i, j) for i, b in enumerate(boxes) for j, p in enumerate(persons)
                     if matches(b, p, settings)), reverse=True)
     out = [UNSEEN] * len(boxes)
-    taken: set[int] = set()
+    taken: list[int] = []
     for _, i, j in pairs:
         if out[i] == OWN:
             continue
@@ -81,8 +89,27 @@ def claim_boxes(boxes: list, persons: np.ndarray, settings: SecondDetectorSettin
             out[i] = PART  # (its own box may still come: a free one it matches less well)
             continue
         out[i] = OWN
-        taken.add(j)
-    return out
+        taken.append(j)
+    return out, persons[taken, :4]
+
+
+def crop_verdict(box, crop_persons: np.ndarray, taken: np.ndarray, settings: SecondDetectorSettings) -> int:
+    """The verdict of a small track box that no full-frame person box matched, from the person boxes
+    of a crop around it (:meth:`around`, frame pixels): :data:`OWN` where a crop box matches it and
+    lies outside the person boxes other tracks took in the full frame; :data:`PART` where every
+    matching crop box lies on such a box by ``crop_taken_share`` of its area or more (zoomed, the
+    detector boxes clutter together with the legs of the person beside it: the crop cannot tell
+    that from the person the full frame already boxed, so it is no box of the track's own);
+    :data:`UNSEEN` where none matches."""
+    box = np.asarray(box, np.float64)
+    found = [p for p in np.asarray(crop_persons, np.float64).reshape(-1, PERSON_COLUMNS) if matches(box, p, settings)]
+    if not found:
+        return UNSEEN
+    taken = np.asarray(taken, np.float64).reshape(-1, 4)
+    for p in found:
+        if not len(taken) or float(box_cover_share(p[:4], taken).max()) < settings.crop_taken_share:
+            return OWN
+    return PART
 
 
 def needs_crop(box, frame_hw: tuple[int, int], settings: SecondDetectorSettings) -> bool:
@@ -115,9 +142,17 @@ def unconfirmed_spans(samples: list[tuple[int, int]], first: int, last: int, min
 
 
 def part_spans(samples: list[tuple[int, int]], first: int, last: int, min_samples: int) -> list[tuple[int, int]]:
-    """[a, b] frame spans of a track where it is a part of someone else's body: runs of at least
-    ``min_samples`` consecutive :data:`PART` samples."""
-    return [(a, b) for a, b, n in _runs(samples, first, last, lambda v: v == PART) if n >= min_samples]
+    """[a, b] frame spans of a track where it is a part of someone else's body: runs of samples with
+    no box of the track's own (:data:`PART` or :data:`UNSEEN`, none :data:`OWN`) that hold at least
+    ``min_samples`` :data:`PART` samples. Between two samples where the detector gives the track a
+    person of its own, a missed sample says nothing either way, so it neither breaks the run nor
+    counts towards it (clutter beside a person is boxed with them now and then, and missed between)."""
+    spans = []
+    for a, b, _ in _runs(samples, first, last, lambda v: v != OWN):
+        n = sum(1 for t, v in samples if v == PART and (a <= t <= b))
+        if n >= min_samples:
+            spans.append((a, b))
+    return spans
 
 
 def split_runs(frames: list[int], spans: list[tuple[int, int]]) -> list[tuple[list[int], bool]]:
@@ -154,12 +189,12 @@ def sample_confirmations(tracks, read_frames, t_len: int, settings: SecondDetect
             t = times[k]
             img = np.asarray(block[t - a])
             here = want[t]
-            verdicts = claim_boxes([tr.frames[t].box for tr in here], detector.frame(img), settings)
+            verdicts, taken = claims([tr.frames[t].box for tr in here], detector.frame(img), settings)
             for tr, v in zip(here, verdicts):
                 box = tr.frames[t].box
-                if v == UNSEEN and needs_crop(box, img.shape[:2], settings) and confirms(box, detector.around(img, box),
-                                                                                        settings):
-                    v = OWN  # a far person the full frame is too small for: the crop is theirs alone
+                if v == UNSEEN and needs_crop(box, img.shape[:2], settings):
+                    # a far person the full frame is too small for, or clutter beside someone it boxed
+                    v = crop_verdict(box, detector.around(img, box), taken, settings)
                 out.setdefault(tr.tid, []).append((t, v))
             k += 1
     return out

@@ -321,6 +321,13 @@ class SecondDetectorSettings(PassSettings):
     crop_grow: float = Field(2.0, ge=1.0, description="sides of the box the crop around a small box spans (context "
                                                       "the detector needs)")
     crop_px: int = Field(320, ge=32, description="side the crop is resized to for the detector")
+    crop_taken_share: float = Field(
+        0.25, gt=0.0, le=1.0,
+        description="share of a crop's person box on a person box the full frame gave another track from which "
+                    "the crop's box is no evidence of a person of the track's own (a part of that person: it "
+                    "yields, its pixels stay removed). Zoomed, the detector boxes clutter together with the shins "
+                    "of the person beside it; a far person the crop finds stands clear of the boxed people (their "
+                    "crop boxes overlap none)")
     min_body_keypoints: int = Field(
         2, ge=0, le=12,
         description="COCO body keypoints (shoulders to ankles) a person box must show at body_conf, or it is no "
@@ -339,11 +346,11 @@ class SecondDetectorSettings(PassSettings):
                     "fps; shorter runs are kept (privacy first)")
     part_min_samples: int = Field(
         3, ge=1,
-        description="consecutive samples in which a track is seen only inside a person box that another track "
-                    "matches better (one box, one person: the track is a part of that person's body, a second "
-                    "avatar on them) before its avatar yields there (not drawn; its pixels stay removed): one sample "
-                    "can hand a box to the wrong one of two people crossing, three in a row (10 frames apart at "
-                    "every=5) is a part that stays")
+        description="samples, with none between them in which the detector gives the track a box of its own, in "
+                    "which a track is seen only inside a person box that another track matches better (one box, one "
+                    "person: the track is a part of that person's body, a second avatar on them) before its avatar "
+                    "yields there (not drawn; its pixels stay removed): one sample can hand a box to the wrong one "
+                    "of two people crossing, three (10 frames apart at every=5 at the least) is a part that stays")
 
 
 class VerifySettings(PassSettings):

@@ -34,6 +34,7 @@ PASSES = [
     scan.PersonEvidence.ok, exposure.brightened, exposure.shot_gain, exposure.sample_frames,
     estimate.second_detector, yolo.YoloPersons.__init__, second_detector.sample_confirmations,
     second_detector.split_unconfirmed, second_detector.unconfirmed_spans, second_detector.confirms,
+    second_detector.claims, second_detector.claim_boxes, second_detector.crop_verdict, second_detector.part_spans,
 ]
 
 

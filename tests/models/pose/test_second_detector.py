@@ -15,7 +15,9 @@ from anonymask.models.anonymizer.pose.second_detector import (
     PART,
     UNSEEN,
     claim_boxes,
+    claims,
     confirms,
+    crop_verdict,
     needs_crop,
     part_spans,
     sample_confirmations,
@@ -193,8 +195,12 @@ def test_a_part_yields_only_where_it_lasts():
     # two flips in a row are not enough for 3; a part all its life reaches its first and last frame
     assert part_spans([(0, OWN), (5, PART), (10, PART), (15, OWN)], 0, 19, 3) == []
     assert part_spans([(t, PART) for t in range(5, 100, 5)], 2, 101, 3) == [(2, 101)]
-    # an unconfirmed sample ends a part run; it is not one (unconfirmed_spans handles it)
-    assert part_spans([(0, PART), (5, PART), (10, UNSEEN), (15, PART)], 0, 19, 2) == [(0, 5)]
+    # a missed sample neither ends a part run nor counts towards it: clutter the detector boxes with
+    # someone now and then, and misses between, never has a box of its own
+    assert part_spans([(0, PART), (5, PART), (10, UNSEEN), (15, PART)], 0, 19, 3) == [(0, 19)]
+    assert part_spans([(0, OWN), (5, PART), (10, UNSEEN), (15, UNSEEN), (20, PART), (25, OWN)], 0, 29, 3) == []
+    mixed = [(0, OWN)] + [(t, PART if t % 20 == 0 else UNSEEN) for t in range(5, 200, 5)] + [(200, OWN)]
+    assert part_spans(mixed, 0, 204, 3) == [(5, 195)]
     assert unconfirmed_spans([(0, PART), (5, OWN)], 0, 9, 1) == []  # a part is a person seen
 
 
@@ -250,3 +256,23 @@ def test_estimate_people_draws_one_avatar_on_one_person(yolo, pose2sim_frames, b
     tree["verify"]["second_detector"]["part_min_samples"] = 9
     res = run(tree)
     assert all(tr.valid.all() for tr in res.tracks) and res.diagnostics["second_parts"] == 0.0
+
+
+def test_a_crop_box_on_someone_the_full_frame_boxed_is_no_person_of_its_own():
+    """A small track no full-frame box matches is looked at in a crop. Where every crop box that
+    matches it lies on a person box another track took (zoomed, clutter boxed with the shins of the
+    man beside it), the track is a part of him; a crop box clear of the taken boxes is its own."""
+    him = np.array([[300.0, 40.0, 380.0, 300.0, 0.9]])
+    small = [250, 220, 290, 300]  # a small track on the wheel beside his shins
+    verdicts, taken = claims([[302, 42, 378, 298], small], him, ON)
+    assert verdicts == [OWN, UNSEEN] and taken.tolist() == [[300.0, 40.0, 380.0, 300.0]]
+    wheel_and_shins = np.array([[248.0, 218.0, 330.0, 302.0, 0.3]])  # 36% of it on his box
+    assert crop_verdict(small, wheel_and_shins, taken, ON) == PART
+    clear = np.array([[249.0, 219.0, 291.0, 301.0, 0.6]])  # a far person standing clear of him
+    assert crop_verdict(small, clear, taken, ON) == OWN
+    assert crop_verdict(small, np.concatenate([wheel_and_shins, clear]), taken, ON) == OWN
+    assert crop_verdict(small, wheel_and_shins, np.zeros((0, 4)), ON) == OWN  # nobody taken: his own
+    assert crop_verdict(small, np.zeros((0, 5)), taken, ON) == UNSEEN
+    # the setting decides: a crop box must lie this much on a taken box
+    loose = ON.model_copy(update={"crop_taken_share": 0.5})
+    assert crop_verdict(small, wheel_and_shins, taken, loose) == OWN
