@@ -106,10 +106,8 @@ def crop_verdict(box, crop_persons: np.ndarray, taken: np.ndarray, settings: Sec
     if not found:
         return UNSEEN
     taken = np.asarray(taken, np.float64).reshape(-1, 4)
-    for p in found:
-        if not len(taken) or float(box_cover_share(p[:4], taken).max()) < settings.crop_taken_share:
-            return OWN
-    return PART
+    own = any(not len(taken) or float(box_cover_share(p[:4], taken).max()) < settings.crop_taken_share for p in found)
+    return OWN if own else PART
 
 
 def needs_crop(box, frame_hw: tuple[int, int], settings: SecondDetectorSettings) -> bool:
@@ -119,9 +117,10 @@ def needs_crop(box, frame_hw: tuple[int, int], settings: SecondDetectorSettings)
 
 
 def _runs(samples: list[tuple[int, int]], first: int, last: int, hit: Callable[[int], bool]):
-    """(a, b, samples) of each run of consecutive samples whose verdict is a ``hit``, in frame order; a
-    run that begins at the track's first sample reaches back to its first frame (``first``), one that
-    ends at its last sample on to its last frame (``last``): nothing else was seen before or after."""
+    """(a, b, the run's samples) of each run of consecutive samples whose verdict is a ``hit``, in
+    frame order; a run that begins at the track's first sample reaches back to its first frame
+    (``first``), one that ends at its last sample on to its last frame (``last``): nothing else was
+    seen before or after."""
     k = 0
     while k < len(samples):
         if not hit(samples[k][1]):
@@ -130,7 +129,7 @@ def _runs(samples: list[tuple[int, int]], first: int, last: int, hit: Callable[[
         j = k
         while j + 1 < len(samples) and hit(samples[j + 1][1]):
             j += 1
-        yield (first if k == 0 else samples[k][0]), (last if j == len(samples) - 1 else samples[j][0]), j - k + 1
+        yield (first if k == 0 else samples[k][0]), (last if j == len(samples) - 1 else samples[j][0]), samples[k:j + 1]
         k = j + 1
 
 
@@ -147,12 +146,8 @@ def part_spans(samples: list[tuple[int, int]], first: int, last: int, min_sample
     ``min_samples`` :data:`PART` samples. Between two samples where the detector gives the track a
     person of its own, a missed sample says nothing either way, so it neither breaks the run nor
     counts towards it (clutter beside a person is boxed with them now and then, and missed between)."""
-    spans = []
-    for a, b, _ in _runs(samples, first, last, lambda v: v != OWN):
-        n = sum(1 for t, v in samples if v == PART and (a <= t <= b))
-        if n >= min_samples:
-            spans.append((a, b))
-    return spans
+    return [(a, b) for a, b, run in _runs(samples, first, last, lambda v: v != OWN)
+            if sum(v == PART for _, v in run) >= min_samples]
 
 
 def split_runs(frames: list[int], spans: list[tuple[int, int]]) -> list[tuple[list[int], bool]]:
