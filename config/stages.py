@@ -444,6 +444,19 @@ class AuditSettings(StageSettings):
                                            "that an avatar's head completes into a face on clutter does)")
     refind_iou: float = Field(0.3, ge=0.0, le=1.0, description="box IoU that makes a detection on the frame "
                                                                "without avatars the same candidate")
+    source_check: bool = Field(True, description="a face or body found mostly on the source frame's own pixels "
+                                                 "(less than source_max_fill of its centre is hole) counts only if "
+                                                 "the same detector finds it on the source frame too: a real person "
+                                                 "there is on the source; one the output's changes around it make "
+                                                 "up is not (false: the behaviour before 2026-11-29)")
+    source_max_fill: float = Field(0.5, ge=0.0, le=1.0,
+                                   description="share of a candidate's centre filled from other frames (the hole) "
+                                               "from which on the source check does not excuse it: a person the fill "
+                                               "copied from another frame could be what the detector sees")
+    source_cover: float = Field(0.5, gt=0.0, le=1.0,
+                                description="share of the candidate's box that a detection on the source frame "
+                                            "must cover to be the same person (a box, not IoU: on the source the "
+                                            "person may be boxed together with the one the output replaced)")
     made_up_fill: bool = Field(True, description="hole pixels the inpainting made up (a spatial fill where no "
                                                  "frame shows the place without a person: inpaint's fill_made_up) "
                                                  "count as drawn, like avatar pixels: they hold no real pixel, so "

@@ -26,7 +26,8 @@ import numpy as np
 
 KEYS = ("tracks", "fallback_tracks", "face_tracks", "mpjpe_mm", "mask_iou", "removed_ratio", "background_psnr_db",
         "person_leak", "real_leak", "person_fraction", "render_fraction", "replaced_min", "grow_px",
-        "audit_gt_leak", "audit_gt_coincident", "fill_coincident_share", "detections_scan", "detections_search", "detections_hold", "detections_overruled", "scan_calls", "scan_skipped", "scan_unchanged", "fits_failed")
+        "audit_gt_leak", "audit_gt_coincident", "fill_coincident_share", "detections_scan", "detections_search", "detections_hold", "detections_overruled", "scan_calls", "scan_skipped", "scan_unchanged", "fits_failed",
+        "audit_not_in_source", "audit_avatar_induced")
 
 
 def strip(entry, path: Path) -> None:
@@ -90,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         if entry.has_array("gt/person_mask"):
             row["people"] = len(entry.attrs.get("subject_ids") or [])
         if entry.has_array("anonymized"):
-            rep = audit_frames(_sampled(entry, int(cfg["audit"]["every"]), bool(cfg["audit"]["made_up_fill"])),
-                               detectors)
+            au = cfg["audit"]
+            rep = audit_frames(_sampled(entry, int(au["every"]), bool(au["made_up_fill"]), bool(au["source_check"])),
+                               detectors, source_check=bool(au["source_check"]),
+                               source_max_fill=float(au["source_max_fill"]), source_cover=float(au["source_cover"]))
             row["detector_findings"] = [[f.kind, [int(x) for x in f.box], len(f.frames)] for f in rep.findings]
             if out:
                 strip(entry, out / f"{info.video_id}.png")

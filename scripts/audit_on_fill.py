@@ -36,7 +36,7 @@ def excused(entry, cfg: dict) -> list[dict]:
     """The detections on made-up fill in ``entry``'s audited frames (audit settings ``cfg``)."""
     options = cfg.get("detector_options", {})
     auditors = [get_auditor(name, **options.get(name, {})) for name in cfg["detectors"]]
-    items = ((t, f, av, made) for t, f, av, _, made in _sampled(entry, int(cfg["every"]), True))
+    items = ((it.t, it.frame, it.avatar, it.made_up) for it in _sampled(entry, int(cfg["every"]), True, False))
     return excused_detections(items, auditors, float(cfg["min_outside"]))
 
 

@@ -7,7 +7,9 @@ the frames; with ``refind`` it must also be found again once the avatars are tak
 person beside an avatar does not need its pixels to be seen). Metrics: ``audit_frames``,
 ``audit_detections``, ``audit_on_avatars``, ``audit_on_fill`` (mostly on the pixels the inpainting
 made up, inpaint's ``fill_made_up``: drawn pixels too, with ``made_up_fill``), ``audit_avatar_induced``,
-``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
+``audit_not_in_source`` (candidates on the source frame's own pixels that the detector does not
+find on the source frame: ``source_check``; up to 20 of them in ``audit_source_excused``, to look
+at), ``audit_findings`` and ``audit_passed``. On synthetic data (ground truth in the store) the
 ground-truth leak check runs too (models/anonymizer/audit/ground_truth.py): ``audit_gt_leak`` (the real-leak
 share; hole pixels whose fill is the same without the person are not counted, ``audit_gt_coincident``
 is their share, ``gt_strict`` counts them) fails the video above ``max_gt_leak``;
@@ -33,21 +35,35 @@ def _inpaint_output(entry: VideoEntry, name: str):
     return entry.array(name) if name in rec.get("outputs", {}) and entry.has_array(name) else None
 
 
-def _sampled(entry: VideoEntry, every: int, made_up: bool):
+def _sampled(entry: VideoEntry, every: int, made_up: bool, source: bool = True):
+    """The audited frames (every ``every``-th and the last), chunk by chunk, as
+    :class:`~anonymask.models.anonymizer.audit.detectors.AuditedFrame` items; with ``source`` the
+    source frame and the hole too (the audit's ``source_check``), where the store has them."""
+    from anonymask.models.anonymizer.audit.detectors import AuditedFrame
+
     anon, avatar = entry.array("anonymized"), entry.array("render/mask")
     bg = entry.array("inpainted") if entry.has_array("inpainted") else None
     made = _inpaint_output(entry, "fill_made_up") if made_up else None
+    has_source = source and entry.has_array("raw") and entry.has_array("person_hole")
+    raw, hole = (entry.array("raw"), entry.array("person_hole")) if has_source else (None, None)
     t_len = anon.shape[0]
+
+    def chunk(arr, sl, dtype=None):
+        if arr is None:
+            return None
+        a = np.asarray(arr[sl])
+        return a.astype(dtype) if dtype is not None else a
+
     for t0 in range(0, t_len, CLIP_FRAMES):  # one chunk at a time
-        frames = np.asarray(anon[t0 : t0 + CLIP_FRAMES])
-        masks = np.asarray(avatar[t0 : t0 + CLIP_FRAMES]).astype(bool)
-        empty = np.asarray(bg[t0 : t0 + CLIP_FRAMES]) if bg is not None else None
-        fill = np.asarray(made[t0 : t0 + CLIP_FRAMES]).astype(bool) if made is not None else None
+        sl = slice(t0, t0 + CLIP_FRAMES)
+        frames, masks = chunk(anon, sl), chunk(avatar, sl, bool)
+        empty, fill = chunk(bg, sl), chunk(made, sl, bool)
+        src, filled = chunk(raw, sl), chunk(hole, sl, bool)
         for k in range(len(frames)):
             t = t0 + k
             if t % every == 0 or t == t_len - 1:
-                yield (t, frames[k], masks[k], (empty[k] if empty is not None else None),
-                       (fill[k] if fill is not None else None))
+                yield AuditedFrame(t, frames[k], masks[k], *(x[k] if x is not None else None
+                                                             for x in (empty, fill, src, filled)))
 
 
 def _hole_chunks(entry: VideoEntry):
@@ -81,13 +97,16 @@ def run(entry: VideoEntry, cfg: AuditSettings, w: StageWriter) -> None:
     from anonymask.models.anonymizer.audit.margin import audit_margin
 
     auditors = [get_backend("audit", name).create(cfg.detector_options.get(name)) for name in cfg.detectors]
-    rep = audit_frames(_sampled(entry, cfg.every, cfg.made_up_fill), auditors, min_outside=cfg.min_outside,
-                       min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames}, refind=cfg.refind,
-                       refind_iou=cfg.refind_iou)
+    rep = audit_frames(_sampled(entry, cfg.every, cfg.made_up_fill, cfg.source_check), auditors,
+                       min_outside=cfg.min_outside, min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames},
+                       refind=cfg.refind, refind_iou=cfg.refind_iou, source_check=cfg.source_check,
+                       source_max_fill=cfg.source_max_fill, source_cover=cfg.source_cover)
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
              audit_unconfirmed=rep.unconfirmed, audit_avatar_induced=rep.avatar_induced, audit_on_fill=rep.on_fill,
-             audit_detector_findings=detector_findings)
+             audit_not_in_source=rep.not_in_source, audit_detector_findings=detector_findings)
+    if rep.source_excused:  # to look at: what the source check let go
+        w.metric(audit_source_excused=rep.source_excused[:20])
     gt = erased = None
     if cfg.ground_truth and entry.has_array("gt/person_mask") and entry.has_array("gt/background"):
         share, finding, coincident = gt_leak(_gt_chunks(entry), max_leak=cfg.max_gt_leak, strict=cfg.gt_strict)

@@ -14,12 +14,21 @@ up (a spatial fill where no frame shows the place without a person: a smooth con
 colours around it, no real pixel; models/anonymizer/inpaint/backends.py). A face or body there is
 real, not drawn. Detections on drawn pixels are expected: a fill's smooth oval over a spoon can
 read as a face.
-A real face outside the avatars does not need the avatars' pixels to be seen, so with ``refind``
-a face candidate must also be found by the same detector, at a lower score (``refind_score``),
+A real face or body outside the avatars does not need the avatars' pixels to be seen, so with
+``refind`` a candidate must also be found by the same detector, at a lower score (``refind_score``),
 once the avatars are taken out (the grown avatar pixels replaced by the background without
 people): a box that an avatar's head beside a fill or a handlebar completes into a "face" is not
 found there at any score and does not count (``AuditReport.avatar_induced``). Auditors with a
-``refind`` method take part (the face auditor); the body auditors' candidates are not re-checked.
+``refind`` method take part (the face auditor, the opt-in YOLO body auditor); HOG's candidates
+are not re-checked.
+A real person shown on the source frame's own pixels is on the source frame: with ``source_check``
+a candidate whose central part is mostly pixels of the output's own time (less than
+``source_max_fill`` of it filled from other frames or made up: the inpainting's hole) must also be
+found by the auditor's ``refind`` on the source frame at that time, on a box covering at least
+``source_cover`` of it (``AuditReport.not_in_source``). What the detector sees there and not on the
+source is made by what the output changed around it: an avatar's edge, a fill beside clutter
+(docs/RESULTS.md). Where the fill dominates the candidate, a person the fill copied from another
+frame could be what the detector sees, so there today's rule stands.
 Single-frame detections are weak evidence (HOG fires on furniture now and then), so a finding
 counts only when the same place is found in ``min_frames`` audited frames (a person left in the
 video is there frame after frame).
@@ -31,12 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import cv2
 import numpy as np
 
 from anonymask.core.registry import build, names, register
-from anonymask.models.shared.geometry import box_iou
+from anonymask.models.shared.geometry import box_cover_share, box_iou
 
 
 def available_auditors() -> list[str]:
@@ -229,6 +239,18 @@ class HogAuditor:
         return not self.confirm or score >= self.strong or self._present(frame, box)
 
 
+class AuditedFrame(NamedTuple):
+    """One audited frame and what the audit knows of its pixels (a plain tuple of the first items works too)."""
+
+    t: int
+    frame: np.ndarray  # the output, (H,W,3) uint8
+    avatar: np.ndarray  # avatar pixels, (H,W) bool
+    background: np.ndarray | None = None  # the frame without people (the inpainting's), for ``refind``
+    made_up: np.ndarray | None = None  # hole pixels the fill made up, (H,W) bool
+    source: np.ndarray | None = None  # the source frame at ``t``, (H,W,3) uint8, for ``source_check``
+    filled: np.ndarray | None = None  # every hole pixel (filled from other frames or made up), (H,W) bool
+
+
 @dataclass
 class AuditFinding:
     kind: str  # face / body (detectors), gt_leak (ground truth), erased (removed without an avatar)
@@ -248,6 +270,9 @@ class AuditReport:
     #: those detections, to look at: frame, kind, box, score, outside_avatars, outside_drawn
     fill_excused: list[dict] = field(default_factory=list)
     avatar_induced: int = 0  # candidates not found again with the avatars taken out (``refind``)
+    not_in_source: int = 0  # candidates on the source's own pixels not found on the source frame
+    #: those candidates, to look at: frame, kind, box, score, filled (share of the box's centre)
+    source_excused: list[dict] = field(default_factory=list)
     findings: list[AuditFinding] = field(default_factory=list)
     #: per kind, the most audited frames one candidate (outside avatars, confirmed) reached
     max_frames: dict[str, int] = field(default_factory=dict)
@@ -297,37 +322,43 @@ def outside_share(box: np.ndarray, synthetic: np.ndarray, inner: float = 0.25) -
     return float(1.0 - synthetic[y0:y1, x0:x1].mean())
 
 
-def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors: list, *, min_outside: float = 0.6,
+def audit_frames(frames: Iterable[AuditedFrame | tuple], auditors: list, *, min_outside: float = 0.6,
                  min_frames: dict[str, int] | None = None, avatar_grow: int = 3, refind: bool = True,
-                 refind_iou: float = 0.3) -> AuditReport:
-    """Audit (t, frame (H,W,3) uint8, avatar mask (H,W) bool[, background without people[, made-up
-    fill pixels (H,W) bool]]) items; see the module docstring (None for either optional item:
-    not given). ``refind``: a candidate of an auditor with a ``refind`` method counts
-    only if that finds it again (box IoU > ``refind_iou``) on the frame with the avatars taken out."""
+                 refind_iou: float = 0.3, source_check: bool = True, source_max_fill: float = 0.5,
+                 source_cover: float = 0.5) -> AuditReport:
+    """Audit :class:`AuditedFrame` items (None for an optional item: not given); see the module
+    docstring. ``refind``: a candidate of an auditor with a ``refind`` method counts only if that
+    finds it again (box IoU > ``refind_iou``) on the frame with the avatars taken out.
+    ``source_check``: and, where less than ``source_max_fill`` of its centre is hole, on the source
+    frame (a box there covering ``source_cover`` of it); items without ``source`` and ``filled``
+    are not source-checked."""
     need = {"face": 2, "body": 3, **(min_frames or {})}
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * avatar_grow + 1,) * 2) if avatar_grow > 0 else None
     rep = AuditReport()
     groups: list[dict] = []  # candidate findings: kind, box, frames, score, outside
     for item in frames:
+        item = AuditedFrame(*item)
         t, frame, avatar = item[:3]
         rep.frames_checked += 1
         syn = avatar.astype(np.uint8)
         if kernel is not None:
             syn = cv2.dilate(syn, kernel)
         syn = syn.astype(np.float32)
-        made = item[4] if len(item) > 4 else None
+        made = item.made_up
+        filled = item.filled.astype(np.float32) if source_check and item.filled is not None else None
         drawn = np.maximum(syn, np.asarray(made, np.float32)) if made is not None else syn
         # the frame without avatars for a confirming model: avatar pixels replaced by the removed-
         # people background where the caller gives it (4th item), else greyed out (a flat grey
         # silhouette still looks like a person to a pose model)
         blank = frame.copy()
-        if len(item) > 3 and item[3] is not None:
+        if item.background is not None:
             grown = syn.astype(bool)
-            blank[grown] = item[3][grown]
+            blank[grown] = item.background[grown]
         else:
             blank[avatar] = 127
         for a in auditors:
             again = None  # the detector on the frame without avatars, run once a candidate needs it
+            in_source = None  # and on the source frame
             for kind, box, score in a.detect(frame):
                 rep.detections += 1
                 out = outside_share(box, drawn)
@@ -349,6 +380,18 @@ def audit_frames(frames: Iterable[tuple[int, np.ndarray, np.ndarray]], auditors:
                     if not any(k == kind and box_iou(b, box) > refind_iou for k, b, _ in again):
                         rep.avatar_induced += 1
                         continue
+                if filled is not None and item.source is not None and hasattr(a, "refind"):
+                    fill_share = 1.0 - outside_share(box, filled)
+                    if fill_share < source_max_fill:
+                        in_source = a.refind(item.source) if in_source is None else in_source
+                        same = [b for k, b, _ in in_source if k == kind]
+                        if not same or box_cover_share(box, np.asarray(same, np.float32)).max() < source_cover:
+                            rep.not_in_source += 1
+                            rep.source_excused.append({"frame": int(t), "kind": kind,
+                                                       "box": [round(float(v), 1) for v in box],
+                                                       "score": round(float(score), 3),
+                                                       "filled": round(fill_share, 3)})
+                            continue
                 g = next((g for g in groups if g["kind"] == kind and box_iou(g["last"], box) > 0.3), None)
                 if g is None:
                     groups.append({"kind": kind, "box": box, "last": box, "frames": [t], "score": score, "outside": out})

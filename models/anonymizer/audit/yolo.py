@@ -28,16 +28,37 @@ class YoloAuditor:
     audited frames."""
 
     def __init__(self, min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
-                 input_px: Annotated[int, Field(ge=32)] = 640):
+                 input_px: Annotated[int, Field(ge=32)] = 640,
+                 refind_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25):
+        """``refind_score``: the score at which a candidate must be found again with the avatars
+        taken out and on the source frame (detectors.py: ``refind``, ``source_check``): half the
+        counting score, as a real person who loses a rim to the grown avatar mask, or stands
+        beside someone else on the source, scores lower but is still found (the real people of
+        the project's footage score 0.75-0.93, pose/yolo.py)."""
+        self.min_score = float(min_score)
+        self.refind_score = float(refind_score)
+        self.input_px = int(input_px)
+        self.persons = self._persons(self.min_score)
+        self._low = None
+
+    def _persons(self, min_score: float):
         from anonymask.models.anonymizer.pose.settings import SecondDetectorSettings
         from anonymask.models.anonymizer.pose.yolo import YoloPersons
 
-        self.min_score = float(min_score)
-        self.persons = YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,
-                                                          input_px=input_px), None)
+        return YoloPersons(SecondDetectorSettings(backend="yolo11n-pose", min_score=min_score,
+                                                  input_px=self.input_px), None)
+
+    @staticmethod
+    def _boxes(persons, frame: np.ndarray, floor: float) -> list[tuple[str, np.ndarray, float]]:
+        h, w = frame.shape[:2]
+        return [("body", np.clip(p[:4], 0, [w, h, w, h]).astype(np.float32), float(p[4]))
+                for p in persons.frame(frame) if p[4] >= floor]
 
     def detect(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
-        h, w = frame.shape[:2]
-        found = self.persons.frame(frame)
-        return [("body", np.clip(p[:4], 0, [w, h, w, h]).astype(np.float32), float(p[4]))
-                for p in found if p[4] >= self.min_score]
+        return self._boxes(self.persons, frame, self.min_score)
+
+    def refind(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+        """:meth:`detect` down to ``refind_score``."""
+        if self._low is None:
+            self._low = self._persons(self.refind_score)
+        return self._boxes(self._low, frame, self.refind_score)

@@ -159,6 +159,89 @@ def test_a_pattern_beside_an_avatar_stays_a_finding():
     assert not rep.passed and rep.avatar_induced == 0
 
 
+def _source_items(source: np.ndarray, filled_cols: slice | None = None):
+    """The square frames with nothing drawn (the output), ``source`` as each source frame, and the
+    square's ``filled_cols`` as hole pixels (filled from other frames)."""
+    from anonymask.models.anonymizer.audit.detectors import AuditedFrame
+
+    filled = np.zeros((100, 120), bool)
+    if filled_cols is not None:
+        filled[30:60, filled_cols] = True
+    return [AuditedFrame(t, f, av, bg, None, source, filled) for t, f, av, bg in _square_frames(slice(0, 0))]
+
+
+def _grey_with(square: tuple[int, int, int, int] | None) -> np.ndarray:
+    src = np.full((100, 120, 3), 90, np.uint8)
+    if square is not None:
+        x0, y0, x1, y1 = square
+        src[y0:y1, x0:x1] = 255
+    return src
+
+
+def test_a_pattern_on_the_sources_own_pixels_that_the_source_lacks_is_not_a_finding():
+    """The output shows the square on pixels it did not fill, the source frame shows nothing there:
+    what the detector sees was made by the output's changes, not a person of the source."""
+    items = _source_items(_grey_with(None))
+    rep = audit_frames(items, [_SquareAuditor()], avatar_grow=0)
+    assert rep.passed and rep.not_in_source == 4 and [d["frame"] for d in rep.source_excused] == [0, 1, 2, 3]
+    assert rep.source_excused[0]["filled"] == 0.0
+    off = audit_frames(items, [_SquareAuditor()], avatar_grow=0, source_check=False)
+    assert not off.passed and off.not_in_source == 0
+
+
+@pytest.mark.parametrize("square", [(40, 30, 70, 60), (25, 15, 85, 75)])
+def test_a_pattern_the_source_shows_there_stays_a_finding(square):
+    """The same square on the source frame stays a finding; so does a square on the source that a
+    larger one there holds (the box covers it: IoU 0.25, under ``refind_iou``, but the same place)."""
+    rep = audit_frames(_source_items(_grey_with(square)), [_SquareAuditor()], avatar_grow=0)
+    assert not rep.passed and rep.not_in_source == 0
+
+
+def test_a_pattern_mostly_on_the_fill_is_not_excused_by_the_source():
+    """Where most of the square's centre is hole (filled from other frames: a person copied from
+    another time could be what the detector sees), the source check does not excuse it; a thin
+    hole at its edge does not stop the check."""
+    rep = audit_frames(_source_items(_grey_with(None), slice(40, 70)), [_SquareAuditor()], avatar_grow=0)
+    assert not rep.passed and rep.not_in_source == 0
+    rep = audit_frames(_source_items(_grey_with(None), slice(40, 50)), [_SquareAuditor()], avatar_grow=0)
+    assert rep.passed and rep.not_in_source == 4
+    rep = audit_frames(_source_items(_grey_with(None), slice(40, 70)), [_SquareAuditor()], avatar_grow=0,
+                       source_max_fill=1.01)
+    assert rep.passed  # the setting decides
+
+
+def test_real_people_on_the_source_stay_findings_and_a_pasted_one_is_excused(pose2sim_frames):
+    """Real YOLO11n-pose (opt-in auditor) on real frames. Pose2Sim's lab shown unchanged: every
+    body found there is on the source too, so the source check changes nothing. A walker pasted
+    from the lab into the garage photo (nobody there on the source): excused on the source's own
+    pixels, a finding where the paste is the fill's."""
+    import skimage.data
+
+    from anonymask.models.anonymizer.audit.detectors import AuditedFrame
+
+    aud = get_auditor("yolo")
+    fr = pose2sim_frames("Demo_MultiPerson/videos/cam01.mp4", start=0, n=1)[0]
+    none = np.zeros(fr.shape[:2], bool)
+    lab = [AuditedFrame(t, fr, none, None, None, fr, none) for t in range(3)]
+    rep, off = audit_frames(lab, [aud]), audit_frames(lab, [aud], source_check=False)
+    assert len(rep.findings) >= 3 and rep.findings == off.findings and rep.not_in_source == 0
+
+    x0, y0, x1, y1 = (int(v) for v in max(aud.detect(fr), key=lambda d: d[2])[1])
+    garage = np.ascontiguousarray(skimage.data.stereo_motorcycle()[0])
+    h, w = y1 - y0, x1 - x0
+    assert h <= garage.shape[0] and w <= garage.shape[1]
+    out = garage.copy()
+    out[:h, :w] = fr[y0:y1, x0:x1]
+    empty = np.zeros(garage.shape[:2], bool)
+    pasted = empty.copy()
+    pasted[:h, :w] = True
+    assert aud.detect(out) and not aud.refind(garage)  # a body in the output, nobody on the source
+    rep = audit_frames([AuditedFrame(t, out, empty, None, None, garage, empty) for t in range(3)], [aud])
+    assert rep.passed and rep.not_in_source == 3
+    rep = audit_frames([AuditedFrame(t, out, empty, None, None, garage, pasted) for t in range(3)], [aud])
+    assert [f.kind for f in rep.findings] == ["body"] and rep.not_in_source == 0
+
+
 @pytest.mark.parametrize("view,start", [("cam04", 0), ("cam03", 32)])
 @pytest.mark.parametrize("side", ["left", "right", "below"])
 def test_a_real_face_beside_an_avatar_is_still_found(pose2sim_frames, view, start, side):
@@ -193,6 +276,9 @@ def test_a_real_face_beside_an_avatar_is_still_found(pose2sim_frames, view, star
     assert not plain.passed and [f.kind for f in plain.findings] == ["face"] * len(plain.findings)
     assert before.max_frames.get("face", 0) >= 1  # candidates beside the avatar (the check is not empty)
     assert rep.avatar_induced == 0 and rep.findings == before.findings
+    # the faces are on the source frames (the frames before the avatars were drawn): still findings
+    sourced = audit_frames([(t, f, beside[t], bg, None, fr[t], none[t]) for t, f in enumerate(frames)], [face])
+    assert sourced.not_in_source == 0 and sourced.findings == before.findings
 
 
 def test_a_face_on_made_up_fill_pixels_is_not_a_finding_and_one_beside_them_is(pose2sim_frames):
