@@ -52,6 +52,8 @@ def _save_jpeg(path: Path, rgb: np.ndarray) -> None:
 
 #: colour of an audit finding's box (RGB)
 FINDING_COLOUR = (255, 220, 0)
+#: colour of a candidate the audit let go because the source frame does not show it (RGB)
+EXCUSED_COLOUR = (0, 200, 255)
 
 
 def audit_findings(entry: VideoEntry) -> list[dict[str, Any]]:
@@ -59,6 +61,19 @@ def audit_findings(entry: VideoEntry) -> list[dict[str, Any]]:
     stage record: a failed audit keeps them there; empty when it passed or did not run."""
     rec = entry.record("audit") or {}
     return [f for f in (rec.get("metrics") or {}).get("audit_report") or [] if isinstance(f, dict)]
+
+
+def audit_excused(entry: VideoEntry) -> list[dict[str, Any]]:
+    """The candidates the audit let go because the same detector does not find them on the source
+    frame (``audit.source_check``), as findings of one frame each, to look at: a passed audit
+    keeps them in its record too."""
+    rec = entry.record("audit") or {}
+    out = []
+    for d in (rec.get("metrics") or {}).get("audit_source_excused") or []:
+        if isinstance(d, dict) and "frame" in d:
+            out.append({"kind": f"{d.get('kind', '')}: not on the source", "frames": [int(d["frame"])],
+                        "box": d.get("box"), "score": d.get("score")})
+    return out
 
 
 def _shown_frames(n: int, k: int, findings: list[dict[str, Any]]) -> list[int]:
@@ -81,10 +96,12 @@ def _shown_frames(n: int, k: int, findings: list[dict[str, Any]]) -> list[int]:
     return sorted(picked)
 
 
-def _draw_findings(rgb: np.ndarray, t: int, findings: list[dict[str, Any]]) -> np.ndarray:
-    """The box of each finding whose first frame is ``t`` (the box is recorded there), labelled."""
+def _draw_findings(rgb: np.ndarray, t: int, findings: list[dict[str, Any]],
+                   excused: list[dict[str, Any]] = ()) -> np.ndarray:
+    """The box of each finding (yellow) and excused candidate (cyan) whose first frame is ``t``
+    (the box is recorded there), labelled."""
     out = rgb
-    for f in findings:
+    for f, colour in [(f, FINDING_COLOUR) for f in findings] + [(f, EXCUSED_COLOUR) for f in excused]:
         frames = f.get("frames") or []
         box = f.get("box")
         if not frames or int(min(frames)) != t or not box or len(box) != 4:
@@ -92,19 +109,20 @@ def _draw_findings(rgb: np.ndarray, t: int, findings: list[dict[str, Any]]) -> n
         if out is rgb:
             out = rgb.copy()
         x0, y0, x1, y1 = (int(round(float(v))) for v in box)
-        cv2.rectangle(out, (x0, y0), (x1, y1), FINDING_COLOUR, max(2, rgb.shape[0] // 240))
+        cv2.rectangle(out, (x0, y0), (x1, y1), colour, max(2, rgb.shape[0] // 240))
         cv2.putText(out, str(f.get("kind", "")), (x0 + 2, max(12, y0 - 4)), cv2.FONT_HERSHEY_SIMPLEX,
-                    max(0.4, rgb.shape[0] / 960), FINDING_COLOUR, 1, cv2.LINE_AA)
+                    max(0.4, rgb.shape[0] / 960), colour, 1, cv2.LINE_AA)
     return out
 
 
 def _strip(entry: VideoEntry, out_dir: Path, frames_per_video: int,
-           findings: list[dict[str, Any]] = ()) -> list[dict[str, str]]:
-    """Write the per-frame images of one video; returns rows of relative image paths."""
+           findings: list[dict[str, Any]] = (), excused: list[dict[str, Any]] = ()) -> list[dict[str, str]]:
+    """Write the per-frame images of one video (the audit's findings' frames first, then its
+    excused candidates'); returns rows of relative image paths."""
     if not entry.has_array("raw"):
         return []
     raw = entry.array("raw")
-    idx = _shown_frames(raw.shape[0], frames_per_video, list(findings))
+    idx = _shown_frames(raw.shape[0], frames_per_video, list(findings) + list(excused))
     rows = []
     for t in idx:
         row = {"t": str(t)}
@@ -113,12 +131,12 @@ def _strip(entry: VideoEntry, out_dir: Path, frames_per_video: int,
         row["orig"] = f"{entry.video_id}_{t:05d}_orig.jpg"
         if entry.has_array("anonymized"):
             anon = np.asarray(entry.array("anonymized")[t])
-            _save_jpeg(out_dir / f"{entry.video_id}_{t:05d}_anon.jpg", _draw_findings(anon, t, findings))
+            _save_jpeg(out_dir / f"{entry.video_id}_{t:05d}_anon.jpg", _draw_findings(anon, t, findings, excused))
             row["anon"] = f"{entry.video_id}_{t:05d}_anon.jpg"
             public = np.asarray(entry.array("public_mask")[t]) if entry.has_array("public_mask") else None
             person = np.asarray(entry.array("person_mask")[t]) if entry.has_array("person_mask") else None
             _save_jpeg(out_dir / f"{entry.video_id}_{t:05d}_mask.jpg",
-                       _draw_findings(_overlay(anon, public, person), t, findings))
+                       _draw_findings(_overlay(anon, public, person), t, findings, excused))
             row["mask"] = f"{entry.video_id}_{t:05d}_mask.jpg"
         rows.append(row)
     return rows
@@ -170,7 +188,7 @@ def write_preview(store: DatasetStore, out_dir: str | Path, frames_per_video: in
         f"<p id='summary'>{s['videos']} videos: {s['done']} done, {s['partial']} partial, "
         f"{s['failed']} failed, {s['missing']} not started. Store: <code>{html.escape(store.url)}</code></p>",
         "<p>Columns: original | anonymized | mask overlay (green = synthetic pixels r, public; "
-        "red = person mask q; yellow = what the audit found).</p>",
+        "red = person mask q; yellow = what the audit found; cyan = what it let go as not on the source frame).</p>",
     ]
     if len(rows) < len(report["videos"]):
         parts.append(f"<p id='shown'>Showing {len(rows)} of {len(report['videos'])} videos (failed first); "
@@ -187,7 +205,11 @@ def write_preview(store: DatasetStore, out_dir: str | Path, frames_per_video: in
         err = (row["stages"].get("audit") or {}).get("error") if findings else None
         if err:
             parts.append(f"<p class='failed audit'>{html.escape(err)}</p>")
-        for fr in _strip(entry, img_dir, frames_per_video, findings):
+        excused = audit_excused(entry)
+        if excused:
+            parts.append(f"<p class='excused'>{len(excused)} audit candidate(s) let go: the same detector does not "
+                         "find them on the source frame (cyan boxes; <code>audit.source_check</code>)</p>")
+        for fr in _strip(entry, img_dir, frames_per_video, findings, excused):
             imgs = "".join(f"<img src='img/{fr[k]}' alt='{k} frame {fr['t']}'>" for k in ("orig", "anon", "mask") if k in fr)
             parts.append(f"<div>frame {fr['t']}<br>{imgs}</div>")
         metrics = row.get("metrics") or {}

@@ -258,9 +258,9 @@ class SegmentSettings(StageSettings):
     threshold: float = Field(0.5, gt=0.0, le=1.0)
     unflicker: int = Field(1, ge=0, description="frames either side a pixel's vote is taken over")
     grow: int | Literal["auto"] = Field("auto", description="safety margin in px, or auto")
-    # 0.03 since 2026-11-25 (0.02 before): the leaks left on the synthetic sets were 1-2 px at
-    # hands, heads and feet; 0.03 brought s04_a02_r01 and hard_occluded under the 0.1% the audit
-    # allows (0.0015 -> 0.0009, 0.0013 -> 0.0007) for ~8% more removed area (docs/RESULTS.md)
+    # the leaks left on the synthetic sets were 1-2 px at hands, heads and feet; 0.03 of the height
+    # keeps them under the 0.1% the audit allows for ~8% more removed area than 0.02 (docs/RESULTS.md,
+    # "a wider safety margin")
     grow_frac: float = Field(0.03, ge=0.0, le=0.5, description="auto: this share of the people's height")
     grow_min: int = Field(2, ge=0)
     grow_max: int = Field(8, ge=0)
@@ -448,7 +448,7 @@ class AuditSettings(StageSettings):
                                                  "(less than source_max_fill of its centre is hole) counts only if "
                                                  "the same detector finds it on the source frame too: a real person "
                                                  "there is on the source; one the output's changes around it make "
-                                                 "up is not (false: the behaviour before 2026-11-29)")
+                                                 "up is not (false: no such check)")
     source_max_fill: float = Field(0.5, ge=0.0, le=1.0,
                                    description="share of a candidate's centre filled from other frames (the hole) "
                                                "from which on the source check does not excuse it: a person the fill "

@@ -246,7 +246,8 @@ def _video_line(store: DatasetStore, entry: VideoEntry, row: dict[str, Any], nam
         "frame_cap": attrs.get("frame_cap"),
         "source_frames": attrs.get("source_frames"),
         "anonymize": _anonymize_record(entry),
-        "audit": {k: v for k, v in audit.items() if k.startswith("audit_") and k != "audit_report"},
+        "audit": {k: v for k, v in audit.items()
+                  if k.startswith("audit_") and k not in ("audit_report", "audit_source_excused")},  # counts, not lists
         "audit_margin": row.get("audit_margin"),
         "store_checksum": ((recs.get(VIDEO_STAGE) or {}).get("outputs", {}).get(VIDEO_ARRAY) or {}).get("checksum"),
     }

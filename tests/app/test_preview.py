@@ -128,3 +128,32 @@ def test_preview_limit_and_chosen_videos(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
     assert main(["preview", url, "--out", str(tmp_path / "d"), "--limit", "0"]) == 0
     assert "Showing" not in (tmp_path / "d" / "index.html").read_text()
+
+
+def test_preview_shows_what_the_audit_let_go_as_not_on_the_source(tmp_path):
+    """A passed audit that let a body candidate go (``audit.source_check``): its frame is shown
+    first, with the box in cyan, and the page says why."""
+    import cv2
+
+    url = str(tmp_path / "d.zarr")
+    s = make_store(url)
+    s.register_videos([VideoInfo("vid_excused")])
+    e = s.video("vid_excused")
+    raw = np.full((8, 96, 128, 3), 90, np.uint8)
+    with e.stage("ingest", backend="x") as w:
+        w.write("raw", raw)
+    with e.stage("reintegrate", backend="x") as w:
+        w.write("anonymized", raw)
+        w.write("public_mask", np.zeros((8, 96, 128), bool))
+    with e.stage("audit", backend="x") as w:
+        w.metric(audit_findings=0, audit_passed=1.0, audit_not_in_source=1,
+                 audit_source_excused=[{"frame": 5, "kind": "body", "box": [60.0, 20.0, 90.0, 80.0],
+                                        "score": 0.52, "filled": 0.0}])
+    assert main(["preview", url, "--out", str(tmp_path / "prev"), "--frames", "1", "--videos", "vid_excused"]) == 0
+    html = (tmp_path / "prev" / "index.html").read_text()
+    assert "1 audit candidate(s) let go" in html
+    imgs = sorted(p.name for p in (tmp_path / "prev" / "img").glob("vid_excused_*_anon.jpg"))
+    assert imgs == ["vid_excused_00005_anon.jpg"]  # its frame, not frame 0
+    img = cv2.imread(str(tmp_path / "prev" / "img" / imgs[0]))[..., ::-1].astype(int)
+    cyan = (img[..., 0] < 80) & (img[..., 1] > 150) & (img[..., 2] > 200)
+    assert cyan[25:75, 60].mean() > 0.8 and not cyan[:, :55].any()
