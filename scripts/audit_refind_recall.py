@@ -2,9 +2,11 @@
 
     .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] [--kind face] [--every 8] [--scores 0.7,0.3,0.2]
     .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] --kind body --scores 0.3,0.0,-0.3
+    .venv/bin/python scripts/audit_refind_recall.py STORE [STORE ...] --auditor yolo --scores 0.5,0.25 --every 25
 
 Real faces (bodies): every face BlazeFace finds, and the selfie segmentation confirms (every body
-HOG finds and the pose landmark model confirms), on the original frames (``raw``) of each video
+HOG finds and the pose landmark model confirms; with ``--auditor yolo`` every body the opt-in YOLO
+auditor finds), on the original frames (``raw``) of each video
 of the stores (every ``--every``-th frame). Against each, a flat avatar-coloured region is drawn
 from each side (left, right, top, bottom), touching its box or covering 10, 25 or 40% of its
 central part. On that composite the audit's test runs as in production (the detector at its
@@ -56,13 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("stores", nargs="+")
     p.add_argument("--every", type=int, default=8)
     p.add_argument("--scores", default="0.7,0.3,0.2")
-    p.add_argument("--kind", choices=("face", "body"), default="face")
+    p.add_argument("--kind", choices=("face", "body"), default="face", help="face: BlazeFace; body: HOG")
+    p.add_argument("--auditor", choices=("face", "hog", "yolo"), default=None, help="instead of --kind")
     args = p.parse_args(argv)
     cfg = AuditSettings()
+    name = args.auditor or {"face": "face", "body": "hog"}[args.kind]
     # the detector as the audit runs it, and the same one at each score a candidate is looked for again at
-    at_score = {"face": lambda s: FaceAuditor(min_score=s), "body": lambda s: get_auditor("hog", hit_threshold=s)}
-    detector = FaceAuditor() if args.kind == "face" else get_auditor("hog")
-    again_at = {float(s): at_score[args.kind](float(s)) for s in args.scores.split(",")}
+    at_score = {"face": lambda s: FaceAuditor(min_score=s), "hog": lambda s: get_auditor("hog", hit_threshold=s),
+                "yolo": lambda s: get_auditor("yolo", min_score=s)}
+    detector = FaceAuditor() if name == "face" else get_auditor(name)
+    again_at = {float(s): at_score[name](float(s)) for s in args.scores.split(",")}
+    confirmed = getattr(detector, "confirmed", lambda *a: True)  # YOLO: its score is the confirmation
     grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (7, 7))  # the audit's avatar_grow of 3 px
     counts = {f: {"candidates": 0, **{s: 0 for s in again_at}} for f in OVERLAPS}
     misses = []
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             raw, background = entry.array("raw"), entry.array("inpainted")
             for t in range(0, raw.shape[0], args.every):
                 frame, bg = np.asarray(raw[t]), np.asarray(background[t])
-                found = [b for k, b, s in detector.detect(frame) if detector.confirmed(frame, k, b, s)]
+                found = [b for k, b, s in detector.detect(frame) if confirmed(frame, k, b, s)]
                 for box in found:
                     for overlap in OVERLAPS:
                         for side in SIDES:
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                             blank[grown] = bg[grown]
                             hit = [b for k, b, s in detector.detect(comp) if box_iou(b, box) > cfg.refind_iou
                                    and outside_share(b, grown.astype(np.float32)) >= cfg.min_outside
-                                   and detector.confirmed(blank, k, b, s)]
+                                   and confirmed(blank, k, b, s)]
                             if not hit:
                                 continue
                             counts[overlap]["candidates"] += 1

@@ -14,17 +14,20 @@ up (a spatial fill where no frame shows the place without a person: a smooth con
 colours around it, no real pixel; models/anonymizer/inpaint/backends.py). A face or body there is
 real, not drawn. Detections on drawn pixels are expected: a fill's smooth oval over a spoon can
 read as a face.
-A real face or body outside the avatars does not need the avatars' pixels to be seen, so with
-``refind`` a candidate must also be found by the same detector, at a lower score (``refind_score``),
+A real face outside the avatars does not need the avatars' pixels to be seen, so with ``refind``
+a candidate must also be found by the same detector, at a lower score (``refind_score``),
 once the avatars are taken out (the grown avatar pixels replaced by the background without
 people): a box that an avatar's head beside a fill or a handlebar completes into a "face" is not
-found there at any score and does not count (``AuditReport.avatar_induced``). Auditors with a
-``refind`` method take part (the face auditor, the opt-in YOLO body auditor); HOG's candidates
-are not re-checked.
+found there at any score and does not count (``AuditReport.avatar_induced``). Auditors whose
+``refind_without_avatars`` is true take part: the face auditor. A body partly under an avatar
+loses more of what a body detector needs than a face beside one does (with a tenth to two fifths
+of a real body's centre under an avatar, the opt-in YOLO auditor finds 95-99% of the candidates
+again at score 0.1 on real footage and 90-96% on the synthetic sets: docs/RESULTS.md), so body
+candidates are not re-checked this way.
 A real person shown on the source frame's own pixels is on the source frame: with ``source_check``
 a candidate whose central part is mostly pixels of the output's own time (less than
 ``source_max_fill`` of it filled from other frames or made up: the inpainting's hole) must also be
-found by the auditor's ``refind`` on the source frame at that time, on a box covering at least
+found by the auditor's ``refind`` (any auditor that has one: face, YOLO) on the source frame at that time, on a box covering at least
 ``source_cover`` of it (``AuditReport.not_in_source``). What the detector sees there and not on the
 source is made by what the output changed around it: an avatar's edge, a fill beside clutter
 (docs/RESULTS.md). Where the fill dominates the candidate, a person the fill copied from another
@@ -72,6 +75,9 @@ class FaceAuditor:
     """BlazeFace short-range and full-range (MediaPipe wheel models) on the frame and, for frames
     larger than ``tile_above`` pixels, on overlapping tiles: the models see a 128 / 192 px version
     of what they are given, so a small face is only found on a tile."""
+
+    #: a candidate must be found again with the avatars taken out (module docstring: ``refind``)
+    refind_without_avatars = True
 
     def __init__(self, min_score: float = 0.7, tile_above: int = 320, min_person: float = 0.4,
                  refind_score: float = 0.3):
@@ -327,8 +333,9 @@ def audit_frames(frames: Iterable[AuditedFrame | tuple], auditors: list, *, min_
                  refind_iou: float = 0.3, source_check: bool = True, source_max_fill: float = 0.5,
                  source_cover: float = 0.5) -> AuditReport:
     """Audit :class:`AuditedFrame` items (None for an optional item: not given); see the module
-    docstring. ``refind``: a candidate of an auditor with a ``refind`` method counts only if that
-    finds it again (box IoU > ``refind_iou``) on the frame with the avatars taken out.
+    docstring. ``refind``: a candidate of an auditor whose ``refind_without_avatars`` is true counts
+    only if its ``refind`` finds it again (box IoU > ``refind_iou``) on the frame with the avatars
+    taken out.
     ``source_check``: and, where less than ``source_max_fill`` of its centre is hole, on the source
     frame (a box there covering ``source_cover`` of it); items without ``source`` and ``filled``
     are not source-checked."""
@@ -375,7 +382,7 @@ def audit_frames(frames: Iterable[AuditedFrame | tuple], auditors: list, *, min_
                 if hasattr(a, "confirmed") and not a.confirmed(blank, kind, box, score):
                     rep.unconfirmed += 1
                     continue
-                if refind and hasattr(a, "refind"):
+                if refind and getattr(a, "refind_without_avatars", False):
                     again = a.refind(blank) if again is None else again
                     if not any(k == kind and box_iou(b, box) > refind_iou for k, b, _ in again):
                         rep.avatar_induced += 1

@@ -27,14 +27,17 @@ class YoloAuditor:
     threshold is the confirmation; :func:`audit_frames` still needs the same place in several
     audited frames."""
 
+    #: a body partly under an avatar is not looked for again with the avatars taken out (detectors.py)
+    refind_without_avatars = False
+
     def __init__(self, min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
                  input_px: Annotated[int, Field(ge=32)] = 640,
-                 refind_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.25):
-        """``refind_score``: the score at which a candidate must be found again with the avatars
-        taken out and on the source frame (detectors.py: ``refind``, ``source_check``): half the
-        counting score, as a real person who loses a rim to the grown avatar mask, or stands
-        beside someone else on the source, scores lower but is still found (the real people of
-        the project's footage score 0.75-0.93, pose/yolo.py)."""
+                 refind_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.1):
+        """``refind_score``: the score at which a candidate on the source frame's own pixels must be
+        found there (detectors.py: ``source_check``): low, so that the check lets go only what the
+        detector does not see on the source at all (a real person there, beside someone the output
+        replaced, scores lower than alone; the project's real people score 0.75-0.93 alone,
+        pose/yolo.py)."""
         self.min_score = float(min_score)
         self.refind_score = float(refind_score)
         self.input_px = int(input_px)
@@ -58,7 +61,8 @@ class YoloAuditor:
         return self._boxes(self.persons, frame, self.min_score)
 
     def refind(self, frame: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
-        """:meth:`detect` down to ``refind_score``."""
+        """:meth:`detect` down to ``refind_score`` (the source check; not the check with the avatars
+        taken out, ``refind_without_avatars`` is false: docs/RESULTS.md)."""
         if self._low is None:
             self._low = self._persons(self.refind_score)
         return self._boxes(self._low, frame, self.refind_score)

@@ -130,6 +130,7 @@ class _SquareAuditor:
         return out
 
     refind = detect
+    refind_without_avatars = True
 
 
 def _square_frames(avatar_cols: slice):
@@ -235,7 +236,11 @@ def test_real_people_on_the_source_stay_findings_and_a_pasted_one_is_excused(pos
     empty = np.zeros(garage.shape[:2], bool)
     pasted = empty.copy()
     pasted[:h, :w] = True
-    assert aud.detect(out) and not aud.refind(garage)  # a body in the output, nobody on the source
+    # a body in the output; on the source, nobody where it is (at 0.1 YOLO boxes the right border)
+    from anonymask.models.shared.geometry import box_cover_share
+
+    assert aud.detect(out)
+    assert all(box_cover_share(np.array([0, 0, w, h], np.float32), b[None])[0] < 0.1 for _, b, _ in aud.refind(garage))
     rep = audit_frames([AuditedFrame(t, out, empty, None, None, garage, empty) for t in range(3)], [aud])
     assert rep.passed and rep.not_in_source == 3
     rep = audit_frames([AuditedFrame(t, out, empty, None, None, garage, pasted) for t in range(3)], [aud])
