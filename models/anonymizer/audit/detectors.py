@@ -27,8 +27,9 @@ candidates are not re-checked this way.
 A real person shown on the source frame's own pixels is on the source frame: with ``source_check``
 a candidate whose central part is mostly pixels of the output's own time (less than
 ``source_max_fill`` of it filled from other frames or made up: the inpainting's hole) must also be
-found by the auditor's ``refind`` (face, HOG, YOLO: each at a lower score) on the source frame at that time, on a box covering at least
-``source_cover`` of it (``AuditReport.not_in_source``). What the detector sees there and not on the
+found by the auditor's ``refind`` (face, HOG, YOLO: each at a lower score than it counts at) on
+the source frame at that time, on a box covering at least ``source_cover`` of it
+(``AuditReport.not_in_source``). What the detector sees there and not on the
 source is made by what the output changed around it: an avatar's edge, a fill beside clutter
 (docs/RESULTS.md). Where the fill dominates the candidate, a person the fill copied from another
 frame could be what the detector sees, so there today's rule stands.
@@ -371,7 +372,7 @@ def audit_frames(frames: Iterable[AuditedFrame | tuple], auditors: list, *, min_
         filled = item.filled.astype(np.float32) if source_check and item.filled is not None else None
         drawn = np.maximum(syn, np.asarray(made, np.float32)) if made is not None else syn
         # the frame without avatars for a confirming model: avatar pixels replaced by the removed-
-        # people background where the caller gives it (4th item), else greyed out (a flat grey
+        # people background where the caller gives it (``background``), else greyed out (a flat grey
         # silhouette still looks like a person to a pose model)
         blank = frame.copy()
         if item.background is not None:
