@@ -50,10 +50,11 @@ def strip(entry, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     from anonymask.config.pipeline import parse_overrides, pipeline_config
     from anonymask.config.presets import with_presets
-    from anonymask.models.anonymizer.audit import audit_frames, get_auditor
+    from anonymask.config.stages import AuditSettings
+    from anonymask.models.anonymizer.audit import get_auditor
     from anonymask.storage.datasets import get_adapter
     from anonymask.storage.store import DatasetStore
-    from anonymask.tasks.audit import _sampled
+    from anonymask.tasks.audit import detector_audit
     from anonymask.tasks.common import ORDER, execute_stage
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -91,10 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if entry.has_array("gt/person_mask"):
             row["people"] = len(entry.attrs.get("subject_ids") or [])
         if entry.has_array("anonymized"):
-            au = cfg["audit"]
-            rep = audit_frames(_sampled(entry, int(au["every"]), bool(au["made_up_fill"]), bool(au["source_check"])),
-                               detectors, source_check=bool(au["source_check"]),
-                               source_max_fill=float(au["source_max_fill"]), source_cover=float(au["source_cover"]))
+            rep = detector_audit(entry, AuditSettings.model_validate(cfg["audit"]), detectors)
             row["detector_findings"] = [[f.kind, [int(x) for x in f.box], len(f.frames)] for f in rep.findings]
             if out:
                 strip(entry, out / f"{info.video_id}.png")

@@ -89,18 +89,26 @@ def _gt_chunks(entry: VideoEntry):
         yield t0, np.asarray(raw[sl]), o, np.asarray(gt[sl]), bg, avatar_band(np.asarray(syn[sl])), excused
 
 
+def detector_audit(entry: VideoEntry, cfg: AuditSettings, auditors: list):
+    """The detectors' part of the audit over the video's audited frames, with the stage's settings
+    (an ``AuditReport``; the quality script calls it too)."""
+    from anonymask.models.anonymizer.audit import audit_frames
+
+    return audit_frames(_sampled(entry, cfg.every, cfg.made_up_fill, cfg.source_check), auditors,
+                        min_outside=cfg.min_outside, min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames},
+                        refind=cfg.refind, refind_iou=cfg.refind_iou, source_check=cfg.source_check,
+                        source_max_fill=cfg.source_max_fill, source_cover=cfg.source_cover)
+
+
 # declared in config/stages.py (settings, deps, versions)
 def run(entry: VideoEntry, cfg: AuditSettings, w: StageWriter) -> None:
     from anonymask.core.registry import get_backend
-    from anonymask.models.anonymizer.audit import audit_frames, gt_leak
+    from anonymask.models.anonymizer.audit import gt_leak
     from anonymask.models.anonymizer.audit.erased import scan_erased
     from anonymask.models.anonymizer.audit.margin import audit_margin
 
     auditors = [get_backend("audit", name).create(cfg.detector_options.get(name)) for name in cfg.detectors]
-    rep = audit_frames(_sampled(entry, cfg.every, cfg.made_up_fill, cfg.source_check), auditors,
-                       min_outside=cfg.min_outside, min_frames={"face": cfg.min_face_frames, "body": cfg.min_body_frames},
-                       refind=cfg.refind, refind_iou=cfg.refind_iou, source_check=cfg.source_check,
-                       source_max_fill=cfg.source_max_fill, source_cover=cfg.source_cover)
+    rep = detector_audit(entry, cfg, auditors)
     detector_findings = len(rep.findings)
     w.metric(audit_frames=rep.frames_checked, audit_detections=rep.detections, audit_on_avatars=rep.on_avatars,
              audit_unconfirmed=rep.unconfirmed, audit_avatar_induced=rep.avatar_induced, audit_on_fill=rep.on_fill,

@@ -35,16 +35,22 @@ def make_store(url):
     return s
 
 
-def add_audit_failure(s):
-    """A video whose audit failed with a face finding in frames 3 and 4 (box recorded in frame 3)."""
-    s.register_videos([VideoInfo("vid_leak")])
-    e = s.video("vid_leak")
-    raw = np.full((6, 96, 128, 3), 90, np.uint8)
+def add_grey_video(s, video_id: str, frames: int):
+    """A registered video of grey 96x128 frames, its output the same frames with nothing drawn."""
+    s.register_videos([VideoInfo(video_id)])
+    e = s.video(video_id)
+    raw = np.full((frames, 96, 128, 3), 90, np.uint8)
     with e.stage("ingest", backend="x") as w:
         w.write("raw", raw)
     with e.stage("reintegrate", backend="x") as w:
         w.write("anonymized", raw)
-        w.write("public_mask", np.zeros((6, 96, 128), bool))
+        w.write("public_mask", np.zeros((frames, 96, 128), bool))
+    return e
+
+
+def add_audit_failure(s):
+    """A video whose audit failed with a face finding in frames 3 and 4 (box recorded in frame 3)."""
+    e = add_grey_video(s, "vid_leak", 6)
     finding = {"kind": "face", "frames": [3, 4], "box": [40.0, 30.0, 100.0, 80.0], "score": 0.9, "outside": 1.0}
     try:
         with e.stage("audit", backend="x") as w:
@@ -136,15 +142,7 @@ def test_preview_shows_what_the_audit_let_go_as_not_on_the_source(tmp_path):
     import cv2
 
     url = str(tmp_path / "d.zarr")
-    s = make_store(url)
-    s.register_videos([VideoInfo("vid_excused")])
-    e = s.video("vid_excused")
-    raw = np.full((8, 96, 128, 3), 90, np.uint8)
-    with e.stage("ingest", backend="x") as w:
-        w.write("raw", raw)
-    with e.stage("reintegrate", backend="x") as w:
-        w.write("anonymized", raw)
-        w.write("public_mask", np.zeros((8, 96, 128), bool))
+    e = add_grey_video(make_store(url), "vid_excused", 8)
     with e.stage("audit", backend="x") as w:
         w.metric(audit_findings=0, audit_passed=1.0, audit_not_in_source=1,
                  audit_source_excused=[{"frame": 5, "kind": "body", "box": [60.0, 20.0, 90.0, 80.0],
