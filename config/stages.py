@@ -238,6 +238,21 @@ class RenderSettings(StageSettings):
                                   "(2 cm, about 5 px for a person 2 m from a 640-px camera, is well under the fit's own "
                                   "joint error, MPJPE 30-230 mm on the synthetic sets; None: shapes drawn freely, "
                                   "bone lengths included)")
+    # the body model is unclothed: a bare avatar is thinner than the dressed person whose hole it
+    # stands in, and what it leaves of their outline is filled with made-up background
+    cloth_m: tuple[float, float] = Field(
+        (0.01, 0.03), description="metres shirts and trousers stand off the body, fitted to loose (each avatar draws "
+                                  "where it lies between them): a regular shirt's 10-14 cm of chest ease over the body's "
+                                  "girth is about 2 cm of radius; (0, 0): the bare body")
+    hair_m: float = Field(0.015, ge=0.0, description="metres short hair stands off the scalp (long hair half again)")
+    shoes_m: float = Field(0.01, ge=0.0, description="metres a shoe's sole and upper add around the foot")
+
+    @field_validator("cloth_m")
+    @classmethod
+    def _cloth_range(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0.0 <= v[0] <= v[1]:
+            raise ValueError(f"render.cloth_m must be (fitted, loose) with 0 <= fitted <= loose, not {v}")
+        return v
     # 16, not 64: a window's rendered layers cost ~0.6 MB per alive track and frame (60-s scaling
     # video: peak 1.41 GiB at 64, 1.09 at 16, the same speed; docs/BENCHMARKS.md, run 5)
     window: int = _window(16)

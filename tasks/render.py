@@ -5,6 +5,8 @@ shot), since the segment stage widens the person's hole that far (``segment.unfl
 
 Each track gets the avatar ``AppearanceBank.choose("<video>/<track>")`` (deterministic) and that
 avatar's body shape, so neither the person's look nor their body proportions reach the output.
+Its clothes and hair stand off the body (``cloth_m``, ``hair_m``, ``shoes_m``): the body model is
+unclothed, and a bare avatar leaves more of a dressed person's hole to the fill.
 The shape keeps the skeleton the person was fitted with (``render.skeleton_tol_m``), so the
 avatar's joints land on the person's. Also stores the avatar's projected joints and face points
 for the ControlNet conditions; where the video has ground truth (synthetic data), metrics
@@ -32,7 +34,7 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     """Windowed: bodies are posed and rendered ``render.window`` frames at a time (posed vertices
     of a whole long video would not fit in memory); per-frame images stream to the store."""
     from anonymask.models.anonymizer.metrics import avatar_joint_errors
-    from anonymask.models.shared.body.appearance import AppearanceBank, person_keys
+    from anonymask.models.shared.body.appearance import AppearanceBank, person_keys, surface_offsets
     from anonymask.models.shared.body.landmarks import face_landmarks
     from anonymask.models.shared.body.model import get_body_model
     from anonymask.models.shared.render.renderer import render_sequence
@@ -49,6 +51,8 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
     keys = (person_keys(visible, pose_boxes, shots) if pose_boxes is not None and len(pose_boxes) == len(tracks)
             else list(range(len(tracks))))
     avatars = [bank.choose(f"{entry.video_id}/{tracks[k].track_id}") for k in keys]
+    # clothes and hair with volume: a dressed person's outline, not a bare body's
+    offsets = [surface_offsets(av, cfg.cloth_m, cfg.hair_m, cfg.shoes_m) for av in avatars]
     body = get_body_model()
     # the avatar's body shape, feet kept on the floor (not the person's proportions)
     # (a face-anchored fallback avatar keeps its pelvis, so its face stays on the person's face)
@@ -91,7 +95,7 @@ def run(entry: VideoEntry, cfg: RenderSettings, w: StageWriter) -> None:
             here = alive(spans, win.core_start, win.core_stop)  # a track invalid in every frame draws nothing
             part = [tracks[j].window(win.core_start, win.core_stop) for j in here]
             if part:
-                out = render_sequence(body, part, [avatars[j] for j in here], camera)
+                out = render_sequence(body, part, [avatars[j] for j in here], camera, [offsets[j] for j in here])
             else:  # nobody to draw: empty layers of the window's length
                 out = {"rgb": np.zeros((m, h, wd, 3), np.uint8), "depth": np.zeros((m, h, wd), np.float32),
                        "masks": np.zeros((m, 0, h, wd), bool), "joints": np.zeros((m, 0, 52, 3), np.float32),

@@ -59,6 +59,27 @@ class Avatar:
     gender: str
     vertex_colors: np.ndarray  # (V, 3) uint8
     attributes: dict = field(default_factory=dict)
+    surface: np.ndarray | None = None  # (V,) int8 region code (SKIN, HAIR, SHIRT, ...) of each vertex
+    fit: float = 0.5  # how loose the clothes are, 0 (fitted) to 1 (loose)
+
+
+def surface_offsets(avatar: Avatar, cloth_m: tuple[float, float], hair_m: float, shoes_m: float) -> np.ndarray | None:
+    """(V,) float32 metres each vertex stands off the body (None: all zero): clothes
+    ``cloth_m[0]`` (fitted) to ``cloth_m[1]`` (loose) by the avatar's ``fit``, hair ``hair_m``
+    (half again for long hair), shoes ``shoes_m``; skin, eyes and lips 0.
+
+    The body model is unclothed, so a bare avatar is thinner than the dressed person it replaces,
+    and the part of their outline it leaves uncovered is filled with made-up background."""
+    if avatar.surface is None:
+        return None
+    lo, hi = (float(v) for v in cloth_m)
+    per_code = np.zeros(7, np.float32)
+    per_code[[SHIRT, TROUSERS]] = lo + float(avatar.fit) * (hi - lo)
+    per_code[HAIR] = hair_m * (1.5 if avatar.attributes.get("hair_style") == "long" else 1.0)
+    per_code[SHOES] = shoes_m
+    if not per_code.any():
+        return None
+    return per_code[avatar.surface]
 
 
 @dataclass
@@ -141,11 +162,11 @@ class BodyRegions:
         return (on_head & (hv[:, 1] > -0.1 * head_h)) | neck_back
 
 
-def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator) -> np.ndarray:
-    """(V, 3) uint8 vertex colours for one style."""
+def _surface(regions: BodyRegions, st: _Style) -> np.ndarray:
+    """(V,) int8 region code of every vertex for one style (SKIN, HAIR, SHIRT, ...)."""
     r = regions
     n = r.v.shape[0]
-    code = np.full(n, SKIN)
+    code = np.full(n, SKIN, np.int8)
     # Shirt: torso above the waist line, arms up to the sleeve cut.
     torso = (r.arm + r.hand + r.leg + r.foot + r.head + r.neck) < 0.5
     sleeve_end = 0.45 * r.elbow_t if st.sleeves == "short" else 0.97
@@ -168,6 +189,13 @@ def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator) -> np.nda
         mouth = nose + np.array([0.0, -0.035, -0.008])
         d = r.v - mouth
         code[(np.abs(d[:, 0]) < 0.022) & (np.abs(d[:, 1]) < 0.007) & (d[:, 2] > -0.02) & (r.head > 0.5)] = LIPS
+    return code
+
+
+def _dress(regions: BodyRegions, st: _Style, rng: np.random.Generator, code: np.ndarray) -> np.ndarray:
+    """(V, 3) uint8 vertex colours for one style whose region codes are ``code``."""
+    r = regions
+    n = r.v.shape[0]
     colors = np.zeros((n, 3))
     colors[code == SKIN] = st.skin
     colors[code == HAIR] = st.hair
@@ -306,13 +334,17 @@ class AppearanceBank:
         if i not in self._avatars:
             st = self._styles[i]
             rng = np.random.default_rng([self.seed, i, 7])
-            colors = _dress(self.regions, st, rng)
+            code = _surface(self.regions, st)
+            colors = _dress(self.regions, st, rng, code)
+            # a stream of its own, so the looks drawn before clothes had volume stay as they were
+            fit = float(np.random.default_rng([self.seed, i, 11]).uniform())
             rgb = lambda c: [int(x) for x in np.round(c)]  # noqa: E731
             attrs = dict(skin=rgb(st.skin), hair=rgb(st.hair), hair_style=st.hair_style, shirt=rgb(st.shirt),
                          shirt2=rgb(st.shirt2), pattern=st.pattern, sleeves=st.sleeves,
                          trousers=rgb(st.trousers), legs=st.legs, shoes=rgb(st.shoes))
+            attrs["fit"] = round(fit, 3)
             self._avatars[i] = Avatar(i, f"avatar_{self.seed:02d}_{i:03d}_{st.gender}", st.betas.copy(),
-                                      st.gender, colors, attrs)
+                                      st.gender, colors, attrs, code, fit)
         return self._avatars[i]
 
     @staticmethod

@@ -52,11 +52,14 @@ Z_NEAR, Z_FAR = 0.05, 200.0
 
 @dataclass
 class MeshSpec:
-    """One body to draw: camera-frame vertices, triangle faces, per-vertex uint8 colours."""
+    """One body to draw: camera-frame vertices, triangle faces, per-vertex uint8 colours, and
+    optionally how far (metres) each vertex is pushed out along its normal before drawing
+    (clothes and hair standing off the skin: ``appearance.surface_offsets``)."""
 
     vertices: np.ndarray  # (V, 3) float
     faces: np.ndarray  # (F, 3) int
     vertex_colors: np.ndarray  # (V, 3|4) uint8
+    offsets: np.ndarray | None = None  # (V,) float metres, None: the body as posed
 
 
 @dataclass
@@ -218,6 +221,12 @@ class Renderer:
                                  f"{n_col} vertex colours (need (V,3), (F,3), V colours)")
             cache = self._normals.setdefault(f.shape[0], _NormalCache())
             normals = cache.normals(v, f)
+            if body.offsets is not None:
+                off = np.asarray(body.offsets, np.float32)
+                if off.shape != (v.shape[0],):
+                    raise ValueError(f"render: body {i} has {v.shape[0]} vertices but offsets {off.shape}")
+                # an offset surface's normals are the body's own to well under a degree for a few cm
+                v = v + normals * off[:, None]
             colors = shade_vertices(v, normals, body.vertex_colors)
             prim = pyrender.Primitive(positions=v, normals=normals, color_0=colors,
                                       indices=f.astype(np.uint32, copy=False), material=self._material,
@@ -261,16 +270,22 @@ def get_renderer(width: int = 640, height: int = 480) -> Renderer:
         return _RENDERER
 
 
-def render_sequence(body_model, tracks: list, avatars: list, camera: Camera) -> dict[str, np.ndarray]:
+def render_sequence(body_model, tracks: list, avatars: list, camera: Camera,
+                    offsets: list | None = None) -> dict[str, np.ndarray]:
     """Render T frames of several tracks: rgb (T,H,W,3), depth (T,H,W), masks (T,N,H,W).
 
-    tracks[i] is drawn with avatars[i]; a track whose valid[t] is False is left out of frame t
+    tracks[i] is drawn with avatars[i] (and ``offsets[i]``, see :class:`MeshSpec`); a track whose
+    valid[t] is False is left out of frame t
     (its mask there is empty). All tracks must have the same number of frames. Also returns the
     posed ``joints`` (T,N,52,3) and ``keypoints`` (T,N,21,3, KEYPOINT_NAMES) in the camera frame,
     NaN where a track is not valid, so callers need not pose the bodies a second time.
     """
     if len(tracks) != len(avatars):
         raise ValueError(f"render_sequence: {len(tracks)} tracks but {len(avatars)} avatars")
+    if offsets is None:
+        offsets = [None] * len(tracks)
+    if len(offsets) != len(tracks):
+        raise ValueError(f"render_sequence: {len(tracks)} tracks but {len(offsets)} offsets")
     n = len(tracks)
     t = tracks[0].num_frames if tracks else 0
     for tr in tracks:
@@ -299,7 +314,7 @@ def render_sequence(body_model, tracks: list, avatars: list, camera: Camera) -> 
         present = [i for i in range(n) if tracks[i].valid[f]]
         if not present:
             continue
-        specs = [MeshSpec(posed[i][f], faces, avatars[i].vertex_colors) for i in present]
+        specs = [MeshSpec(posed[i][f], faces, avatars[i].vertex_colors, offsets[i]) for i in present]
         res = renderer.render(specs, camera)
         rgb[f], depth[f] = res.rgb, res.depth
         for k, i in enumerate(present):

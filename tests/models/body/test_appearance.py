@@ -182,3 +182,31 @@ def test_skeleton_keeping_shapes_bound_and_refuse_a_bad_tolerance():
     assert np.allclose(shapes(np.zeros(10)), 0.0)
     with pytest.raises(ValueError, match="tol"):
         SkeletonKeepingShapes(body, 0.0)
+
+
+def test_clothes_and_hair_stand_off_the_body_and_skin_does_not(bank):
+    from anonymask.models.shared.body.appearance import HAIR, SHIRT, SHOES, SKIN, TROUSERS, surface_offsets
+
+    fits = []
+    for a in bank:
+        off = surface_offsets(a, (0.01, 0.03), 0.015, 0.01)
+        assert off.shape == (6890,) and a.surface.shape == (6890,)
+        assert (off[a.surface == SKIN] == 0).all()
+        cloth = off[np.isin(a.surface, (SHIRT, TROUSERS))]
+        assert np.allclose(cloth, 0.01 + 0.02 * a.fit)  # one looseness per avatar
+        hair = off[a.surface == HAIR]
+        assert np.allclose(hair, 0.0225 if a.attributes["hair_style"] == "long" else 0.015)
+        assert np.allclose(off[a.surface == SHOES], 0.01)
+        fits.append(a.fit)
+    assert min(fits) < 0.3 and max(fits) > 0.7  # fitted and loose clothes both occur
+    assert surface_offsets(bank.avatar(0), (0.0, 0.0), 0.0, 0.0) is None  # the bare body
+
+
+def test_cloth_settings_are_a_range():
+    from pydantic import ValidationError
+
+    from anonymask.config.stages import RenderSettings
+
+    assert RenderSettings(cloth_m=(0.0, 0.0)).cloth_m == (0.0, 0.0)
+    with pytest.raises(ValidationError, match="fitted <= loose"):
+        RenderSettings(cloth_m=(0.03, 0.01))

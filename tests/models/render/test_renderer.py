@@ -219,3 +219,25 @@ def test_a_failed_frame_leaves_nothing_behind(model, cam):
     after = r.render([good], cam)
     assert after.masks.shape[0] == 1 and (after.person_ids <= 0).all()
     assert np.array_equal(after.masks[0], r.render([good], cam).masks[0])
+
+
+def test_offsets_push_the_surface_out_along_its_normals(model, cam):
+    """Clothes with volume (MeshSpec.offsets): zero offsets draw the body as posed; outward offsets
+    widen its outline all round and bring its front nearer the camera; a wrong length is refused."""
+    body = _body(model, [0.0, 0.0, 2.0])
+    spec = _spec(model, body)
+    r = get_renderer(W, H)
+    bare = r.render([spec], cam)
+    zero = r.render([MeshSpec(spec.vertices, spec.faces, spec.vertex_colors, np.zeros(model.num_vertices))], cam)
+    assert np.array_equal(zero.masks, bare.masks) and np.array_equal(zero.rgb, bare.rgb)
+    d = 0.03  # 1 px at this distance and focal length
+    dressed = r.render([MeshSpec(spec.vertices, spec.faces, spec.vertex_colors,
+                                 np.full(model.num_vertices, d, np.float32))], cam)
+    m0, m1 = bare.masks[0], dressed.masks[0]
+    assert (m0 & ~m1).sum() <= 2  # the old outline is inside the new one (to a rasterised pixel)
+    assert m1.sum() > 1.2 * m0.sum()
+    both = m0 & m1 & binary_erosion(m0, iterations=2)
+    nearer = bare.depth[both] - dressed.depth[both]
+    assert abs(np.median(nearer) - d) < 0.01
+    with pytest.raises(ValueError, match="offsets"):
+        r.render([MeshSpec(spec.vertices, spec.faces, spec.vertex_colors, np.zeros(5))], cam)
