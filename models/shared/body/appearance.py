@@ -73,7 +73,7 @@ def surface_offsets(avatar: Avatar, cloth_m: tuple[float, float], hair_m: float,
     if avatar.surface is None:
         return None
     lo, hi = (float(v) for v in cloth_m)
-    per_code = np.zeros(7, np.float32)
+    per_code = np.zeros(LIPS + 1, np.float32)  # one offset per region code
     per_code[[SHIRT, TROUSERS]] = lo + float(avatar.fit) * (hi - lo)
     per_code[HAIR] = hair_m * (1.5 if avatar.attributes.get("hair_style") == "long" else 1.0)
     per_code[SHOES] = shoes_m
