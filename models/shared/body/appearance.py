@@ -342,7 +342,6 @@ class AppearanceBank:
             attrs = dict(skin=rgb(st.skin), hair=rgb(st.hair), hair_style=st.hair_style, shirt=rgb(st.shirt),
                          shirt2=rgb(st.shirt2), pattern=st.pattern, sleeves=st.sleeves,
                          trousers=rgb(st.trousers), legs=st.legs, shoes=rgb(st.shoes))
-            attrs["fit"] = round(fit, 3)
             self._avatars[i] = Avatar(i, f"avatar_{self.seed:02d}_{i:03d}_{st.gender}", st.betas.copy(),
                                       st.gender, colors, attrs, code, fit)
         return self._avatars[i]
