@@ -308,6 +308,18 @@ class SegmentSettings(StageSettings):
                                                "away from people that may differ from the background: above it "
                                                "the camera or the light moved and the frame gets nothing (still "
                                                "cameras measured up to 0.04, a moving one 0.67)")
+    # the margins above guess where a person might be; on a still shot a margin pixel that shows its
+    # place as it is with nobody near shows nothing of them (docs/RESULTS.md, "margin pixels that
+    # show the scene")
+    trim_scene: bool = Field(True, description="a margin pixel (beyond the safety margin of the person's own mask) "
+                             "whose colour is "
+                             "the one its place has when nobody is within foreground_reach of it is left out "
+                             "of the hole, on frames the shot's background still describes "
+                             "(models/anonymizer/segment/scene_trim.py)")
+    trim_tol: float = Field(8.0, ge=0.0, le=255.0, description="grey levels (every channel) within which such a "
+                            "pixel shows the place: twice the sensor noise of phone and webcam footage (sigma "
+                            "about 4), under the 10 at which the audit's ground truth counts a pixel as telling "
+                            "a person from the place")
     feather: float = Field(2.0, ge=0.0)
     box_fill: bool = False
     fallback_box_fill: bool = Field(True, description="a person drawn as a neutral avatar in their box (seen too "

@@ -10,7 +10,9 @@ where that person's own mask is (not before they came): the temporal median neve
 still person's outline. Next to each person, the pixels connected to their mask that differ from
 the shot's background where nobody is (a limb the segmentation cut) join their mask first
 (``foreground``, models/anonymizer/segment/foreground.py; blocks of ``static_window`` frames, frames a
-moving camera or changing light leave undescribed are skipped). Avatar silhouettes are not part of the hole
+moving camera or changing light leave undescribed are skipped). Last, a margin pixel whose colour is
+the one its place has when nobody is near (``trim_scene``, within ``trim_tol`` grey levels;
+models/anonymizer/segment/scene_trim.py) leaves the hole: the person is not there. Avatar silhouettes are not part of the hole
 (``avatar_in_hole: true`` restores that): the avatar covers those pixels in the output, so
 inpainting them only destroys background; they still belong to their track's reintegration mask. Box filling is a
 fallback only: the boxes of frames where a tracked person was bridged but not detected (no mask
@@ -71,6 +73,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     )
     from anonymask.models.anonymizer.segment.hands import hand_discs
     from anonymask.models.anonymizer.segment.masks import build_person_masks, grow, person_mask
+    from anonymask.models.anonymizer.segment.scene_trim import scene_pixels
 
     thr, b, sigma = cfg.threshold, cfg.unflicker, cfg.feather
     avatar_in_hole = cfg.avatar_in_hole
@@ -132,10 +135,12 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         discs = hand_discs((a1 - a0, h, wd), joints, WRISTS, heights, np.isfinite(heights), cfg.hand_frac)
         return discs if discs.any() else None
 
-    backgrounds: dict[tuple[int, int], Background] = {}  # the blocks in use (windows go forward)
+    # the blocks in use (windows go forward), each (with a person's margin clear, with their reach clear)
+    backgrounds: dict[tuple[int, int], tuple[Background, Background | None]] = {}
 
-    def background(t: int, s0: int, s1: int) -> Background:
-        """The background of frame t's block (fixed ranges of ``static_window`` frames of its shot)."""
+    def background(t: int, s0: int, s1: int, clear_reach: bool = False) -> Background:
+        """The background of frame t's block (fixed ranges of ``static_window`` frames of its shot);
+        ``clear_reach``: from the frames where nobody is within reach of a pixel (scene_trim.py)."""
         c0, c1 = block_of(t, (s0, s1), block)
         if (c0, c1) not in backgrounds:
             while len(backgrounds) >= 2:
@@ -145,9 +150,12 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             people = probs(c0, c1)[1][idx - c0] >= thr
             if entry.has_array("render/mask"):
                 people |= np.asarray(entry.array("render/mask")[c0:c1])[idx - c0].astype(bool)
-            backgrounds[(c0, c1)] = block_background(frames, people, frame_heights(boxes, c0, c1)[idx - c0], grow_px,
-                                                     cfg.foreground_reach)
-        return backgrounds[(c0, c1)]
+            heights = frame_heights(boxes, c0, c1)[idx - c0]
+            backgrounds[(c0, c1)] = (
+                block_background(frames, people, heights, grow_px, cfg.foreground_reach),
+                block_background(frames, people, heights, grow_px, cfg.foreground_reach, clear_reach=True)
+                if cfg.trim_scene else None)
+        return backgrounds[(c0, c1)][1 if clear_reach else 0]
 
     def foreground(a0: int, a1: int, s0: int, s1: int, person: np.ndarray) -> np.ndarray:
         """The pixels next to the people (``person``: their masks before the margin) of frames
@@ -156,6 +164,14 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                                    [background(t, s0, s1) for t in range(a0, a1)], tol=cfg.foreground_tol,
                                    reach=cfg.foreground_reach,
                                    max_scene_change=cfg.foreground_max_scene_change).astype(np.float32)
+
+    def scene(a0: int, a1: int, s0: int, s1: int, person: np.ndarray) -> np.ndarray:
+        """The pixels near the people (``person``: their masks with the foreground pass's) of frames
+        a0..a1-1 that show the place as it is with nobody near: models/anonymizer/segment/scene_trim.py."""
+        return scene_pixels(inputs.frames(a0, a1), person, frame_heights(boxes, a0, a1),
+                            [background(t, s0, s1, clear_reach=True) for t in range(a0, a1)], tol=cfg.trim_tol,
+                            reach=cfg.foreground_reach, scene_tol=cfg.foreground_tol,
+                            max_scene_change=cfg.foreground_max_scene_change)
 
     def shot_windows():
         """(shot start, its still regions, window in the shot) in order. Shot by shot (ingest's
@@ -205,9 +221,11 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             if cfg.foreground and boxes is not None:
                 person = person_mask(filled, owners if active else None, thr)
                 filled = np.maximum(filled, foreground(a0, a1, s0, s1, person))
+            shows_scene = (scene(a0, a1, s0, s1, person_mask(filled, owners if active else None, thr))
+                           if cfg.trim_scene and boxes is not None else None)
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact,
-                                    extra=hand_margin(a0, a1))
+                                    extra=hand_margin(a0, a1), scene=shows_scene)
             core = slice(t0 - a0, t1 - a0)
             hole_arr.write(pm.hole[core])
             mask_arr.write(_to_u8(pm.alpha[core]))

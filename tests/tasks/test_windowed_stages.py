@@ -619,17 +619,19 @@ def test_a_person_drawn_in_their_box_has_their_whole_box_removed(tiny_anonymized
 
 def test_the_hands_margin_is_in_the_hole_whatever_the_window(tiny_anonymized, tmp_path):
     """``segment.hand_frac``: a disc of that share of the person's box height around each wrist
-    of their avatar (``render/joints2d``) is removed in every frame they have a box, the same with
-    a window of 3 frames as with the whole video; with 0, the hole is as before and smaller."""
+    of their avatar (``render/joints2d``) is removed in every frame they have a box; with 0, the
+    hole is as before and smaller. With the scene trim (the default) the disc's pixels that show
+    the place leave again (scene_trim.py), the same with a window of 3 frames as with the whole video."""
     import math
 
     from anonymask.tasks.segment import WRISTS
 
     e, boxes = _with_person_boxes(tiny_anonymized, str(tmp_path / "h.zarr"))
-    holes = {(frac, window): _segment_hole(e, {"hand_frac": frac, "window": window})
-             for frac, window in ((0.0, 16), (0.25, 16), (0.25, 3))}
-    off, on = holes[(0.0, 16)], holes[(0.25, 16)]
-    np.testing.assert_array_equal(holes[(0.25, 3)], on)
+    holes = {(frac, window, trim): _segment_hole(e, {"hand_frac": frac, "window": window, "trim_scene": trim})
+             for frac, window, trim in ((0.0, 16, False), (0.25, 16, False), (0.25, 16, True), (0.25, 3, True))}
+    off, on = holes[(0.0, 16, False)], holes[(0.25, 16, False)]
+    np.testing.assert_array_equal(holes[(0.25, 3, True)], holes[(0.25, 16, True)])
+    assert not (holes[(0.25, 16, True)] & ~on).any() and (on & ~holes[(0.25, 16, True)]).any()
     assert not (off & ~on).any() and (on & ~off).any()
     joints = e.read("render/joints2d")
     h, w = on.shape[1:]

@@ -107,12 +107,14 @@ def _scene_grid(h: int, w: int) -> np.ndarray:
 
 
 def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray, margin_px: int,
-                     reach: float) -> Background:
+                     reach: float, *, clear_reach: bool = False) -> Background:
     """The background of a block from its sampled ``frames`` (k, H, W, 3) uint8 and the people's
     masks there (k, H, W bool; ``heights`` (k,) px, NaN where nobody is): the median colour of each
     pixel over the frames where no mask grown by ``margin_px`` covers it, at least
     :data:`MIN_SAMPLES` of them. Computed where a person's ``reach`` can take a pixel and on the
-    scene-change test's grid (elsewhere ``known`` is False)."""
+    scene-change test's grid (elsewhere ``known`` is False). ``clear_reach``: only frames where no
+    person is within ``reach`` (plus the margin) of the pixel count: the place as it is with
+    nobody near, not even a limb the masks missed (scene_trim.py)."""
     k, h, w = people.shape
     colour = np.zeros((h, w, 3), np.uint8)
     known = np.zeros((h, w), bool)
@@ -123,7 +125,7 @@ def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray
     region = _scene_grid(h, w)
     for t in range(k):
         dist = cv2.distanceTransform((~people[t]).view(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-        excluded[t] = dist <= margin_px
+        excluded[t] = dist <= (reach_px[t] + margin_px if clear_reach else margin_px)
         region |= dist <= reach_px[t] + margin_px
     ys, xs = np.nonzero(region)
     free = ~excluded[:, ys, xs]  # (k, P)
@@ -149,15 +151,12 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
     reach_px = _reach_px(heights, reach)
     if n == 0 or reach_px is None or not person.any():
         return out
-    g = slice(None, None, SCENE_STRIDE)
     for t in range(n):
         if not person[t].any():
             continue
         bg, frame = backgrounds[t], frames[t]
         near = _within(person[t], reach_px[t])
-        # the scene away from people, on the sparse grid: does the background still describe it?
-        away = bg.known[g, g] & ~near[g, g]
-        if not away.any() or float(_differs(frame[g, g], bg.colour[g, g], tol)[away].mean()) > max_scene_change:
+        if not scene_still(frame, bg, near, tol, max_scene_change):
             continue
         ys, xs = np.nonzero(near)  # the rest only where a person's reach is
         y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
@@ -170,6 +169,15 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
         touching = np.unique(lab[seed])
         out[t][box] = np.isin(lab, touching[touching > 0]) & fg
     return out
+
+
+def scene_still(frame: np.ndarray, bg: Background, near: np.ndarray, tol: float, max_scene_change: float) -> bool:
+    """Does ``bg`` still describe ``frame`` away from the people (``near``: where they can reach)?
+    On the sparse grid, at most ``max_scene_change`` of the known pixels there differ by more than
+    ``tol``; False when none is known (the camera or the light moved, or nothing to compare)."""
+    g = slice(None, None, SCENE_STRIDE)
+    away = bg.known[g, g] & ~near[g, g]
+    return bool(away.any()) and float(_differs(frame[g, g], bg.colour[g, g], tol)[away].mean()) <= max_scene_change
 
 
 def _differs(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:

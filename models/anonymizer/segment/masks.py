@@ -17,6 +17,8 @@ import cv2
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from anonymask.models.anonymizer.segment.scene_trim import unsplit
+
 MaskLike = np.ndarray
 
 
@@ -281,6 +283,7 @@ def build_person_masks(
     silhouettes_in_hole: bool = True,
     contact: tuple[float, float, int] | None = None,
     extra: np.ndarray | None = None,
+    scene: np.ndarray | None = None,
 ) -> PersonMasks:
     """segmentation (+ per-track silhouettes) -> person_mask -> unflicker -> grow -> feather, split per track.
 
@@ -291,7 +294,9 @@ def build_person_masks(
     avatar covers them in the output anyway), so less background is destroyed. ``contact``
     (band, frac, most px): the feet's wider margin (``contact_margin``, at least ``grow_pixels``).
     ``extra`` (T,H,W) bool: pixels added to the hole as they are, after the margins (a margin of
-    their own, e.g. the hands' discs of hands.py: not grown again).
+    their own, e.g. the hands' discs of hands.py: not grown again). ``scene`` (T,H,W) bool: pixels
+    that show the place as it is with nobody near (scene_trim.py): they leave the hole wherever
+    they are outside the person mask grown by the safety margin (the other margins' pixels only).
     """
     m = person_mask(prob, silhouettes if silhouettes_in_hole else None, threshold)
     smooth = unflicker(m, window)
@@ -300,6 +305,11 @@ def build_person_masks(
         hole |= contact_margin(smooth, contact[0], contact[1], grow_pixels, contact[2])
     if extra is not None:
         hole |= as_bool(extra)
+    if scene is not None:
+        # never the person's own mask, nor its safety margin (the segmentation's edge is uncertain
+        # by that much: an edge pixel mixes the person with the place)
+        keep = grow(m, grow_pixels)
+        hole = unsplit(hole, hole & ~(as_bool(scene) & ~keep))
     alpha = feather(hole, sigma)
     tracks = np.zeros((0, *hole.shape), bool)
     if silhouettes is not None:
