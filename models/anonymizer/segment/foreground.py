@@ -70,7 +70,7 @@ def sample_frames(start: int, stop: int) -> np.ndarray:
     return start + np.unique(np.linspace(0, max(n - 1, 0), min(max(n, 0), MEDIAN_FRAMES)).round().astype(int))
 
 
-def _within(mask: np.ndarray, radius: float) -> np.ndarray:
+def within_radius(mask: np.ndarray, radius: float) -> np.ndarray:
     """Pixels within ``radius`` px (Euclidean) of ``mask`` (H, W bool), the mask included: a
     distance transform, whose cost does not grow with the radius as a dilation's does."""
     if radius <= 0:
@@ -89,7 +89,7 @@ def _lower_median(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.take_along_axis(v, idx[None, :, None].repeat(3, axis=2), axis=0)[0].astype(np.uint8)
 
 
-def _reach_px(heights: np.ndarray, reach: float) -> list[int] | None:
+def reach_pixels(heights: np.ndarray, reach: float) -> list[int] | None:
     """Per frame, ``reach`` x its person height (px, at least 1); frames with no height take the
     median of the others; None where no frame has one."""
     seen = np.isfinite(heights)
@@ -118,7 +118,7 @@ def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray
     k, h, w = people.shape
     colour = np.zeros((h, w, 3), np.uint8)
     known = np.zeros((h, w), bool)
-    reach_px = _reach_px(heights, reach)
+    reach_px = reach_pixels(heights, reach)
     if k == 0 or reach_px is None:
         return Background(colour, known)
     excluded = np.empty_like(people)
@@ -148,14 +148,14 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
     nothing."""
     n, h, w = person.shape
     out = np.zeros((n, h, w), bool)
-    reach_px = _reach_px(heights, reach)
+    reach_px = reach_pixels(heights, reach)
     if n == 0 or reach_px is None or not person.any():
         return out
     for t in range(n):
         if not person[t].any():
             continue
         bg, frame = backgrounds[t], frames[t]
-        near = _within(person[t], reach_px[t])
+        near = within_radius(person[t], reach_px[t])
         if not scene_still(frame, bg, near, tol, max_scene_change):
             continue
         ys, xs = np.nonzero(near)  # the rest only where a person's reach is

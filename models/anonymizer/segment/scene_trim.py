@@ -27,7 +27,12 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from anonymask.models.anonymizer.segment.foreground import Background, _reach_px, _within, scene_still
+from anonymask.models.anonymizer.segment.foreground import (
+    Background,
+    reach_pixels,
+    scene_still,
+    within_radius,
+)
 
 #: the neighbourhood (px, square) that must all lie within ``tol`` of the place for its pixels to leave;
 #: a piece of the hole smaller than it is not a region of its own (:func:`unsplit`)
@@ -45,7 +50,7 @@ def scene_pixels(frames: np.ndarray, person: np.ndarray, heights: np.ndarray, ba
     height, ``heights`` (n,) px, NaN where nobody is) gets none."""
     n, h, w = person.shape
     out = np.zeros((n, h, w), bool)
-    reach_px = _reach_px(heights, reach)
+    reach_px = reach_pixels(heights, reach)
     if n == 0 or reach_px is None or not person.any():
         return out
     kernel = np.ones((OPENING, OPENING), np.uint8)
@@ -53,7 +58,7 @@ def scene_pixels(frames: np.ndarray, person: np.ndarray, heights: np.ndarray, ba
         if not person[t].any():
             continue
         bg, frame = backgrounds[t], frames[t]
-        near = _within(person[t], reach_px[t])
+        near = within_radius(person[t], reach_px[t])
         if not scene_still(frame, bg, near, scene_tol, max_scene_change):
             continue
         # every known pixel counts, not only those within reach: unflicker's sweep of a fast limb
