@@ -157,18 +157,18 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                 if cfg.trim_scene else None)
         return backgrounds[(c0, c1)][1 if clear_reach else 0]
 
-    def foreground(a0: int, a1: int, s0: int, s1: int, person: np.ndarray) -> np.ndarray:
+    def foreground(a0: int, a1: int, s0: int, s1: int, frames: np.ndarray, person: np.ndarray) -> np.ndarray:
         """The pixels next to the people (``person``: their masks before the margin) of frames
         a0..a1-1 that move with them (float32 0/1): models/anonymizer/segment/foreground.py."""
-        return touching_foreground(inputs.frames(a0, a1), person, frame_heights(boxes, a0, a1),
+        return touching_foreground(frames, person, frame_heights(boxes, a0, a1),
                                    [background(t, s0, s1) for t in range(a0, a1)], tol=cfg.foreground_tol,
                                    reach=cfg.foreground_reach,
                                    max_scene_change=cfg.foreground_max_scene_change).astype(np.float32)
 
-    def scene(a0: int, a1: int, s0: int, s1: int, person: np.ndarray) -> np.ndarray:
+    def scene(a0: int, a1: int, s0: int, s1: int, frames: np.ndarray, person: np.ndarray) -> np.ndarray:
         """The pixels near the people (``person``: their masks with the foreground pass's) of frames
         a0..a1-1 that show the place as it is with nobody near: models/anonymizer/segment/scene_trim.py."""
-        return scene_pixels(inputs.frames(a0, a1), person, frame_heights(boxes, a0, a1),
+        return scene_pixels(frames, person, frame_heights(boxes, a0, a1),
                             [background(t, s0, s1, clear_reach=True) for t in range(a0, a1)], tol=cfg.trim_tol,
                             reach=cfg.foreground_reach, scene_tol=cfg.foreground_tol,
                             max_scene_change=cfg.foreground_max_scene_change)
@@ -218,10 +218,12 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
                 # the people here: each frame's own mask (not the avatars: one held past its track
                 # would add the part a frame early, and unflicker another frame without an avatar)
                 filled = stills.apply(filled, a0 - s0, read, filled >= thr)
+            # the window's frames, read once for both passes that compare them with the scene
+            frames = inputs.frames(a0, a1) if boxes is not None and (cfg.foreground or cfg.trim_scene) else None
             if cfg.foreground and boxes is not None:
                 person = person_mask(filled, owners if active else None, thr)
-                filled = np.maximum(filled, foreground(a0, a1, s0, s1, person))
-            shows_scene = (scene(a0, a1, s0, s1, person_mask(filled, owners if active else None, thr))
+                filled = np.maximum(filled, foreground(a0, a1, s0, s1, frames, person))
+            shows_scene = (scene(a0, a1, s0, s1, frames, person_mask(filled, owners if active else None, thr))
                            if cfg.trim_scene and boxes is not None else None)
             pm = build_person_masks(filled, owners if active else None, threshold=thr, window=b, grow_pixels=grow_px,
                                     sigma=sigma, silhouettes_in_hole=avatar_in_hole, contact=contact,

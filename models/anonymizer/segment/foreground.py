@@ -146,18 +146,8 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
     (``backgrounds[t]``, its block's) by more than ``tol`` grey levels in a colour channel.
     Frames whose pixels away from people differ from it in over ``max_scene_change`` of them get
     nothing."""
-    n, h, w = person.shape
-    out = np.zeros((n, h, w), bool)
-    reach_px = reach_pixels(heights, reach)
-    if n == 0 or reach_px is None or not person.any():
-        return out
-    for t in range(n):
-        if not person[t].any():
-            continue
-        bg, frame = backgrounds[t], frames[t]
-        near = within_radius(person[t], reach_px[t])
-        if not scene_still(frame, bg, near, tol, max_scene_change):
-            continue
+    out = np.zeros(person.shape, bool)
+    for t, frame, bg, near in described_frames(frames, person, heights, backgrounds, reach, tol, max_scene_change):
         ys, xs = np.nonzero(near)  # the rest only where a person's reach is
         y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
         box = (slice(y0, y1), slice(x0, x1))
@@ -169,6 +159,23 @@ def touching_foreground(frames: np.ndarray, person: np.ndarray, heights: np.ndar
         touching = np.unique(lab[seed])
         out[t][box] = np.isin(lab, touching[touching > 0]) & fg
     return out
+
+
+def described_frames(frames: np.ndarray, person: np.ndarray, heights: np.ndarray, backgrounds: Sequence[Background],
+                     reach: float, tol: float, max_scene_change: float):
+    """Yield (t, frame, its background, ``near``) for each frame with a person whose background
+    still describes it away from them (:func:`scene_still`); ``near``: the pixels within ``reach``
+    x that frame's person height (``heights``, px) of ``person`` (n, H, W bool)."""
+    reach_px = reach_pixels(heights, reach)
+    if reach_px is None:
+        return
+    for t in range(len(person)):
+        if not person[t].any():
+            continue
+        bg, frame = backgrounds[t], frames[t]
+        near = within_radius(person[t], reach_px[t])
+        if scene_still(frame, bg, near, tol, max_scene_change):
+            yield t, frame, bg, near
 
 
 def scene_still(frame: np.ndarray, bg: Background, near: np.ndarray, tol: float, max_scene_change: float) -> bool:

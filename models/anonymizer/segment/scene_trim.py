@@ -17,7 +17,7 @@ added because they differ from the scene, boxes of bridged or box-drawn people, 
 its safety margin (``segment.grow``: the segmentation's edge is uncertain by that much); a
 pixel whose place is not known with nobody near (a person who stands still the whole block: their
 margin stays); every pixel of a frame the background no longer describes (a moving camera, a
-change of light: ``scene_still``); and a region of the hole the trim would split (:func:`unsplit`).
+change of light: foreground.py ``scene_still``); and a region of the hole the trim would split (:func:`unsplit`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from anonymask.models.anonymizer.segment.foreground import (
-    Background,
-    reach_pixels,
-    scene_still,
-    within_radius,
-)
+from anonymask.models.anonymizer.segment.foreground import Background, described_frames
 
 #: the neighbourhood (px, square) that must all lie within ``tol`` of the place for its pixels to leave;
 #: a piece of the hole smaller than it is not a region of its own (:func:`unsplit`)
@@ -48,19 +43,9 @@ def scene_pixels(frames: np.ndarray, person: np.ndarray, heights: np.ndarray, ba
     background no longer describes it away from the people (more than ``max_scene_change`` of the
     pixels there differ by more than ``scene_tol``; away: beyond ``reach`` x that frame's person
     height, ``heights`` (n,) px, NaN where nobody is) gets none."""
-    n, h, w = person.shape
-    out = np.zeros((n, h, w), bool)
-    reach_px = reach_pixels(heights, reach)
-    if n == 0 or reach_px is None or not person.any():
-        return out
+    out = np.zeros(person.shape, bool)
     kernel = np.ones((OPENING, OPENING), np.uint8)
-    for t in range(n):
-        if not person[t].any():
-            continue
-        bg, frame = backgrounds[t], frames[t]
-        near = within_radius(person[t], reach_px[t])
-        if not scene_still(frame, bg, near, scene_tol, max_scene_change):
-            continue
+    for t, frame, bg, _ in described_frames(frames, person, heights, backgrounds, reach, scene_tol, max_scene_change):
         # every known pixel counts, not only those within reach: unflicker's sweep of a fast limb
         # reaches further, and a margin left standing there would be a piece of its own
         ys, xs = np.nonzero(bg.known | person[t])
