@@ -280,7 +280,7 @@ class SegmentSettings(StageSettings):
     grow_min: int = Field(2, ge=0)
     grow_max: int = Field(8, ge=0)
     # the feet: most leaked pixels left on the demo were ankles and feet, outside the margin that
-    # holds everywhere else (docs/RESULTS.md, "Verdicts with margin", 2026-11-26)
+    # holds everywhere else (docs/RESULTS.md, "Verdicts with margin")
     contact_band: float = Field(0.15, ge=0.0, le=1.0, description="share of a person blob's height, up from its "
                                 "lowest pixel, that gets the feet's margin (feet and ankles)")
     contact_frac: float = Field(0.08, ge=0.0, le=0.5, description="the feet's margin as a share of that blob's "
@@ -288,7 +288,7 @@ class SegmentSettings(StageSettings):
                                 "the floor and fits place feet worst")
     contact_max: int = Field(12, ge=0, description="px: the feet's margin at most (a near person's huge feet)")
     # the hands: after the margin and the feet's, most leaked pixels left on the synthetic sets
-    # were hands (docs/RESULTS.md, "Where the leak is", 2026-11-26)
+    # were hands (docs/RESULTS.md, "where the leak is")
     hand_frac: float = Field(0.1, ge=0.0, le=0.5, description="radius of a disc around each avatar's "
                              "wrists, as a share of that person's box height (0: none): about a hand's length "
                              "(~0.1 of stature), so the hand is inside whichever way it points; segmentation "
@@ -363,7 +363,7 @@ class InpaintSettings(StageSettings):
     context: int = Field(16, ge=0, description="frames either side of a window its median also sees")
     sample_frames: int = Field(96, ge=1, description="frames spread over the video for never-uncovered pixels")
     # a temporal median needs a still camera: a shot whose view moves takes this backend instead
-    # (aligned_median since 2026-11-25, opencv frame by frame before: docs/RESULTS.md)
+    # (docs/RESULTS.md, "moving shots filled from their aligned frames")
     moving_camera: str = Field("aligned_median", description="backend for a shot whose camera moves ('same': "
                                                              "the backend above for every shot)")
     camera_drift: float = Field(0.012, gt=0.0, description="view shift (share of the width) over a shot "
@@ -442,8 +442,8 @@ declare_stage(StageDeclaration(
 
 
 class ReintegrateSettings(StageSettings):
-    # 16, not 64: a window holds each alive track's alpha and silhouette (10-s scaling video,
-    # 2026-11-25: peak 0.83 GiB at 64, 0.53 at 16, the same speed, bit-identical; BENCHMARKS run 7)
+    # 16, not 64: a window holds each alive track's alpha and silhouette (on the 10-s scaling video
+    # peak 0.83 GiB at 64, 0.53 at 16, the same speed, bit-identical: docs/BENCHMARKS.md, run 7)
     window: int = _window(16)
 
 
@@ -488,7 +488,7 @@ class AuditSettings(StageSettings):
                                                  "frame shows the place without a person: inpaint's fill_made_up) "
                                                  "count as drawn, like avatar pixels: they hold no real pixel, so "
                                                  "a face or body found on them is the fill's (false: only avatar "
-                                                 "pixels count, the behaviour before 2026-11-28)")
+                                                 "pixels count)")
     erased: bool = Field(True, description="fail a video where a person is removed without an avatar")
     erased_min_share: float = Field(0.5, gt=0.0, description="smallest uncovered hole region that is a person, "
                                                               "as a share of the video's median hole area")

@@ -357,7 +357,7 @@ class VerifySettings(PassSettings):
     """Tracks that are people (models/anonymizer/pose/verify.py): a raw track with no evidence over its life
     of being a person is dropped (no avatar, its pixels not removed)."""
 
-    enabled: bool = Field(True, description="False: every track is kept (the behaviour before the pass).")
+    enabled: bool = Field(True, description="False: every track is kept, on evidence or not.")
     min_life_frames: int = Field(
         250, ge=1,
         description="Frames from a track's first to its last frame below which it is always kept: a short "
@@ -577,7 +577,7 @@ class ExposureSettings(PassSettings):
     """Dim shots brightened for the person models, one gain per shot (models/anonymizer/pose/exposure.py);
     the video itself is never changed."""
 
-    enabled: bool = Field(True, description="False: the models see the frames as they are (the behaviour before)")
+    enabled: bool = Field(True, description="False: the models see the frames as they are, however dim")
     percentile: float = Field(
         99.0, ge=50.0, le=100.0,
         description="luminance percentile that stands for a shot's brightness: the bright end of the picture, "
