@@ -65,7 +65,7 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
     from anonymask.models.anonymizer.segment.backends import SegmentInputs
     from anonymask.models.anonymizer.segment.foreground import (
         Background,
-        block_background,
+        block_backgrounds,
         block_of,
         frame_heights,
         sample_frames,
@@ -135,8 +135,9 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
         discs = hand_discs((a1 - a0, h, wd), joints, WRISTS, heights, np.isfinite(heights), cfg.hand_frac)
         return discs if discs.any() else None
 
-    # the blocks in use (windows go forward), each (with a person's margin clear, with their reach clear)
-    backgrounds: dict[tuple[int, int], tuple[Background, Background | None]] = {}
+    # the blocks in use (windows go forward), each [with a person's margin clear, with their reach
+    # clear (only with trim_scene)]
+    backgrounds: dict[tuple[int, int], list[Background]] = {}
 
     def background(t: int, s0: int, s1: int, clear_reach: bool = False) -> Background:
         """The background of frame t's block (fixed ranges of ``static_window`` frames of its shot);
@@ -151,10 +152,8 @@ def run(entry: VideoEntry, cfg: SegmentSettings, w: StageWriter) -> None:
             if entry.has_array("render/mask"):
                 people |= np.asarray(entry.array("render/mask")[c0:c1])[idx - c0].astype(bool)
             heights = frame_heights(boxes, c0, c1)[idx - c0]
-            backgrounds[(c0, c1)] = (
-                block_background(frames, people, heights, grow_px, cfg.foreground_reach),
-                block_background(frames, people, heights, grow_px, cfg.foreground_reach, clear_reach=True)
-                if cfg.trim_scene else None)
+            backgrounds[(c0, c1)] = block_backgrounds(frames, people, heights, grow_px, cfg.foreground_reach,
+                                                      (False, True) if cfg.trim_scene else (False,))
         return backgrounds[(c0, c1)][1 if clear_reach else 0]
 
     def foreground(a0: int, a1: int, s0: int, s1: int, frames: np.ndarray, person: np.ndarray) -> np.ndarray:

@@ -115,20 +115,33 @@ def block_background(frames: np.ndarray, people: np.ndarray, heights: np.ndarray
     scene-change test's grid (elsewhere ``known`` is False). ``clear_reach``: only frames where no
     person is within ``reach`` (plus the margin) of the pixel count: the place as it is with
     nobody near, not even a limb the masks missed (scene_trim.py)."""
+    return block_backgrounds(frames, people, heights, margin_px, reach, (clear_reach,))[0]
+
+
+def block_backgrounds(frames: np.ndarray, people: np.ndarray, heights: np.ndarray, margin_px: int,
+                      reach: float, clear_reach: Sequence[bool]) -> list[Background]:
+    """:func:`block_background` once per ``clear_reach`` value, from one distance map per frame."""
     k, h, w = people.shape
-    colour = np.zeros((h, w, 3), np.uint8)
-    known = np.zeros((h, w), bool)
     reach_px = reach_pixels(heights, reach)
     if k == 0 or reach_px is None:
-        return Background(colour, known)
-    excluded = np.empty_like(people)
+        return [Background(np.zeros((h, w, 3), np.uint8), np.zeros((h, w), bool)) for _ in clear_reach]
+    excluded = {c: np.empty_like(people) for c in set(clear_reach)}
     region = _scene_grid(h, w)
     for t in range(k):
         dist = cv2.distanceTransform((~people[t]).view(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-        excluded[t] = dist <= (reach_px[t] + margin_px if clear_reach else margin_px)
+        for c, ex in excluded.items():
+            ex[t] = dist <= (reach_px[t] + margin_px if c else margin_px)
         region |= dist <= reach_px[t] + margin_px
     ys, xs = np.nonzero(region)
-    free = ~excluded[:, ys, xs]  # (k, P)
+    return [_median_where_free(frames, ys, xs, ~excluded[c][:, ys, xs], (h, w)) for c in clear_reach]
+
+
+def _median_where_free(frames: np.ndarray, ys: np.ndarray, xs: np.ndarray, free: np.ndarray,
+                       shape: tuple[int, int]) -> Background:
+    """The lower median colour at pixels (``ys``, ``xs``) over the frames where they are ``free``
+    (k, P bool), where at least :data:`MIN_SAMPLES` are."""
+    colour = np.zeros((*shape, 3), np.uint8)
+    known = np.zeros(shape, bool)
     ok = free.sum(axis=0) >= MIN_SAMPLES
     if ok.any():
         ys, xs, free = ys[ok], xs[ok], free[:, ok]
